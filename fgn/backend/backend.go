@@ -1,0 +1,94 @@
+// Package backend selects the GoMLX compute backend for fgn programs.
+//
+// The selection honours GOMLX_BACKEND like GoMLX itself, with one difference: when it is unset
+// the pure-Go backend is used, never XLA. (GoMLX's own default is "xla", which tries to
+// download a PJRT plugin and fails offline.) Accepted values:
+//
+//	go                          the pure-Go backend (the default)
+//	xla:cuda, xla:cpu           an installed PJRT plugin, found by name in PJRT_PLUGIN_LIBRARY_PATH
+//	                            or the standard plugin directories
+//	xla:/abs/path/plugin.so     a PJRT plugin file, for example the xla_cuda_plugin.so shipped by
+//	                            the jax-cuda13-pjrt Python wheel (jax_plugins/xla_cuda13/)
+//	/abs/path/plugin.so         shorthand for the previous form
+//
+// XLA options may follow the plugin after commas (e.g. "xla:cuda,preallocate=false"). PJRT
+// plugins are never downloaded: a plugin that is not installed is an error that says what to
+// install or where to point GOMLX_BACKEND.
+//
+// For CUDA plugins from a Python wheel, XLA also needs the CUDA libraries' directory:
+// set XLA_FLAGS=--xla_gpu_cuda_data_dir=<site-packages>/nvidia.
+package backend
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/gobackend"
+	"github.com/gomlx/go-xla/compute/xla"
+)
+
+// EnvVar is the environment variable that selects the backend.
+const EnvVar = compute.ConfigEnvVar
+
+// New returns the backend selected by GOMLX_BACKEND (see the package documentation), the
+// pure-Go backend when it is unset or empty.
+func New() (compute.Backend, error) {
+	return NewWithConfig(os.Getenv(EnvVar))
+}
+
+// NewWithConfig returns the backend for a configuration string in the GOMLX_BACKEND format.
+func NewWithConfig(config string) (b compute.Backend, err error) {
+	config = strings.TrimSpace(config)
+	if filepath.IsAbs(config) {
+		config = xla.BackendName + ":" + config
+	}
+	name, options, _ := strings.Cut(config, ":")
+	switch name {
+	case "", gobackend.BackendName:
+		return gobackend.New(options)
+	case xla.BackendName:
+		return newXLA(options)
+	default:
+		return nil, fmt.Errorf("unknown backend %q in %s=%q: use \"go\", \"xla:cuda\", \"xla:cpu\" or "+
+			"\"xla:/absolute/path/to/pjrt_plugin.so\"", name, EnvVar, config)
+	}
+}
+
+func newXLA(options string) (b compute.Backend, err error) {
+	xla.EnableAutoInstall(false)
+	plugin, _, _ := strings.Cut(options, ",")
+	if plugin == "" {
+		return nil, fmt.Errorf("%s=xla needs a PJRT plugin: \"xla:cuda\", \"xla:cpu\" or "+
+			"\"xla:/absolute/path/to/pjrt_plugin.so\"", EnvVar)
+	}
+	if filepath.IsAbs(plugin) {
+		if _, statErr := os.Stat(plugin); statErr != nil {
+			return nil, fmt.Errorf("PJRT plugin file %s cannot be used: %w", plugin, statErr)
+		}
+	}
+	defer func() {
+		// go-xla panics on some plugin-loading failures; report them as errors.
+		if r := recover(); r != nil {
+			b, err = nil, fmt.Errorf("loading PJRT plugin %q failed: %v", plugin, r)
+		}
+	}()
+	b, err = xla.New(options)
+	if err != nil {
+		if filepath.IsAbs(plugin) {
+			return nil, fmt.Errorf("loading PJRT plugin %s failed (is it a PJRT plugin for this "+
+				"machine, and are its CUDA libraries found, e.g. via XLA_FLAGS=--xla_gpu_cuda_data_dir?): %w", plugin, err)
+		}
+		return nil, fmt.Errorf("PJRT plugin %q is not installed (found: %q) and fgn never downloads "+
+			"plugins: install it, set PJRT_PLUGIN_LIBRARY_PATH to its directory, or set "+
+			"%s=xla:/absolute/path/to/its.so: %w", plugin, xla.GetAvailablePlugins(), EnvVar, err)
+	}
+	return b, nil
+}
+
+// Describe returns a one-line description of the backend, for logs and CSV headers.
+func Describe(b compute.Backend) string {
+	return fmt.Sprintf("%s (%s)", b.Name(), b.Description())
+}

@@ -1,0 +1,206 @@
+package fgn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/fgn-paper/fgn/fgn/backend"
+)
+
+var testBackend = func() compute.Backend {
+	b, err := backend.New()
+	if err != nil {
+		panic(err)
+	}
+	return b
+}()
+
+// problem is a small classification batch with an affine head (W, bias) and an MLP
+// (W1, b1, W2, b2) over the same features.
+type problem struct {
+	b, d, c, hidden int
+	h               [][]float64
+	labels          []int32
+	w, w1, w2       [][]float64
+	bias, b1, b2    []float64
+}
+
+func newProblem(seed uint64, b, d, c, hidden int, scale float64) *problem {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	mat2 := func(r, k int, s float64) [][]float64 {
+		m := make([][]float64, r)
+		for i := range m {
+			m[i] = make([]float64, k)
+			for j := range m[i] {
+				m[i][j] = s * rng.NormFloat64()
+			}
+		}
+		return m
+	}
+	vec := func(k int, s float64) []float64 { return mat2(1, k, s)[0] }
+	p := &problem{b: b, d: d, c: c, hidden: hidden, h: mat2(b, d, 1), labels: make([]int32, b),
+		w: mat2(d, c, scale), bias: vec(c, scale), w1: mat2(d, hidden, scale), b1: vec(hidden, scale),
+		w2: mat2(hidden, c, scale), b2: vec(c, scale)}
+	for i := range p.labels {
+		p.labels[i] = int32(rng.IntN(c))
+	}
+	return p
+}
+
+// affineInputs and mlpInputs are the Exec inputs: features, labels, then parameters.
+func (p *problem) affineInputs(dtype dtypes.DType) []any {
+	return []any{cast(p.h, dtype), p.labels, cast(p.w, dtype), cast(p.bias, dtype)}
+}
+
+func (p *problem) mlpInputs(dtype dtypes.DType) []any {
+	return []any{cast(p.h, dtype), p.labels, cast(p.w1, dtype), cast(p.b1, dtype), cast(p.w2, dtype), cast(p.b2, dtype)}
+}
+
+func cast(x any, dtype dtypes.DType) any {
+	if dtype == dtypes.Float64 {
+		return x
+	}
+	switch v := x.(type) {
+	case []float64:
+		out := make([]float32, len(v))
+		for i := range v {
+			out[i] = float32(v[i])
+		}
+		return out
+	case [][]float64:
+		out := make([][]float32, len(v))
+		for i := range v {
+			out[i] = cast(v[i], dtype).([]float32)
+		}
+		return out
+	}
+	panic(fmt.Sprintf("cast: unsupported %T", x))
+}
+
+// affineLin and mlpLin build the linearisations from Exec inputs laid out as above.
+func affineLin(in []*Node) Linearization { return NewAffineHead(in[0], in[2], in[3]) }
+
+func mlpLin(in []*Node) Linearization {
+	hidden := Tanh(Add(MatMul(in[0], in[2]), ExpandAxes(in[3], 0)))
+	return Linearize(Add(MatMul(hidden, in[4]), ExpandAxes(in[5], 0)), Vec(in[2:6]))
+}
+
+// run compiles and runs fn on the test backend and returns its outputs as flat float64 slices.
+func run(t testing.TB, fn func(in []*Node) []*Node, inputs ...any) [][]float64 {
+	t.Helper()
+	exec, err := NewExec(testBackend, fn)
+	if err != nil {
+		t.Fatalf("NewExec: %v", err)
+	}
+	outs, err := exec.Call(inputs...)
+	if err != nil {
+		t.Fatalf("Call: %+v", err)
+	}
+	res := make([][]float64, len(outs))
+	for i, o := range outs {
+		res[i] = flat64(o)
+	}
+	return res
+}
+
+func flat64(t *tensors.Tensor) []float64 {
+	switch t.DType() {
+	case dtypes.Float64:
+		return tensors.MustCopyFlatData[float64](t)
+	case dtypes.Float32:
+		f := tensors.MustCopyFlatData[float32](t)
+		out := make([]float64, len(f))
+		for i := range f {
+			out[i] = float64(f[i])
+		}
+		return out
+	case dtypes.Int32:
+		f := tensors.MustCopyFlatData[int32](t)
+		out := make([]float64, len(f))
+		for i := range f {
+			out[i] = float64(f[i])
+		}
+		return out
+	}
+	panic("flat64: unsupported dtype " + t.DType().String())
+}
+
+// relErr returns ‖a−b‖/max(‖b‖, tiny).
+func relErr(a, b []float64) float64 {
+	if len(a) != len(b) {
+		return math.Inf(1)
+	}
+	var num, den float64
+	for i := range a {
+		num += (a[i] - b[i]) * (a[i] - b[i])
+		den += b[i] * b[i]
+	}
+	return math.Sqrt(num) / math.Max(math.Sqrt(den), 1e-300)
+}
+
+func maxAbs(a []float64) float64 {
+	m := 0.0
+	for _, x := range a {
+		m = math.Max(m, math.Abs(x))
+	}
+	return m
+}
+
+func sub(a, b []float64) []float64 {
+	out := make([]float64, len(a))
+	for i := range a {
+		out[i] = a[i] - b[i]
+	}
+	return out
+}
+
+// check fails the test when err > tol, printing both.
+func check(t *testing.T, what string, err, tol float64) {
+	t.Helper()
+	if !(err <= tol) {
+		t.Errorf("%s: error %.3g exceeds tolerance %.3g", what, err, tol)
+	} else {
+		t.Logf("%s: error %.3g (tolerance %.3g)", what, err, tol)
+	}
+}
+
+// dense wraps a flat row-major n×n slice as a gonum matrix.
+func dense(flat []float64, n int) *mat.Dense { return mat.NewDense(n, n, append([]float64(nil), flat...)) }
+
+// denseSolve returns the solution of (A + λI) x = rhs.
+func denseSolve(t *testing.T, a []float64, n int, lambda float64, rhs []float64) []float64 {
+	t.Helper()
+	m := dense(a, n)
+	for i := range n {
+		m.Set(i, i, m.At(i, i)+lambda)
+	}
+	var x mat.VecDense
+	if err := x.SolveVec(m, mat.NewVecDense(n, append([]float64(nil), rhs...))); err != nil {
+		t.Fatalf("dense solve: %v", err)
+	}
+	return x.RawVector().Data
+}
+
+// symEigen returns the eigenvalues of the symmetric part of a flat n×n matrix, ascending.
+func symEigen(t *testing.T, a []float64, n int) []float64 {
+	t.Helper()
+	s := mat.NewSymDense(n, nil)
+	for i := range n {
+		for j := range n {
+			s.SetSym(i, j, 0.5*(a[i*n+j]+a[j*n+i]))
+		}
+	}
+	var e mat.EigenSym
+	if !e.Factorize(s, false) {
+		t.Fatal("eigen decomposition failed")
+	}
+	return e.Values(nil)
+}

@@ -1,0 +1,146 @@
+package fgn
+
+import (
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/support/exceptions"
+)
+
+// Vec is a point or a direction in parameter space: one node per model parameter tensor,
+// in a fixed order. It is the parameter-space vector type of every operator in this package.
+type Vec []*Node
+
+// Linearization is the logit map z(w) linearised at the current parameters: the logits and
+// products with the logit Jacobian J_z (b·C × d). It is built once per step; VJP and JVP may be
+// called any number of times and reuse the forward pass.
+type Linearization interface {
+	// Logits returns z (b×C) at the linearisation point.
+	Logits() *Node
+	// Params returns the parameter nodes w that the Jacobian is taken with respect to.
+	Params() Vec
+	// VJP returns J_zᵀ m for a cotangent m (b×C), shaped like Params.
+	VJP(m *Node) Vec
+	// JVP returns J_z v (b×C) for a tangent v shaped like Params.
+	JVP(v Vec) *Node
+	// loopSafe reports whether VJP and JVP may be built inside a While body closure.
+	loopSafe() bool
+}
+
+// Linearize returns the generic linearisation of any logits node computed from params, using
+// GoMLX reverse-mode autodiff. VJP is one reverse pass, VJP(m) = ∇_w⟨z(w), m⟩. GoMLX has no
+// forward mode, so JVP uses the double-VJP identity: a ↦ J_zᵀa is linear, hence
+// J_z v = ∇_a⟨J_zᵀa, v⟩ at any a (here a = 0).
+//
+// Both reuse the forward nodes of logits, so the forward pass is computed once per step,
+// whatever the number of products.
+func Linearize(logits *Node, params Vec) Linearization {
+	if logits.Rank() != 2 {
+		exceptions.Panicf("fgn.Linearize: logits must be b×C, got %s", logits.Shape())
+	}
+	if len(params) == 0 {
+		exceptions.Panicf("fgn.Linearize: no parameters given")
+	}
+	return &autodiffLinearization{logits: logits, params: params}
+}
+
+type autodiffLinearization struct {
+	logits *Node
+	params Vec
+}
+
+func (l *autodiffLinearization) Logits() *Node { return l.logits }
+func (l *autodiffLinearization) Params() Vec   { return l.params }
+func (l *autodiffLinearization) loopSafe() bool {
+	// GoMLX v0.28.3 cannot execute Gradient nodes built inside a While body on the Go backend
+	// ("input 0 for node Mul not computed yet"), so the CG loop over generic products is unrolled.
+	return false
+}
+
+// VJP treats m as a constant: cotangents built from the logits (such as a ⊙ ∇_z s) must not be
+// differentiated.
+func (l *autodiffLinearization) VJP(m *Node) Vec {
+	return l.vjp(StopGradient(m))
+}
+
+func (l *autodiffLinearization) JVP(v Vec) *Node {
+	a := ZerosLike(l.logits)
+	return Gradient(vecDot(l.vjp(a), v), a)[0]
+}
+
+func (l *autodiffLinearization) vjp(m *Node) Vec {
+	return Gradient(ReduceAllSum(Mul(l.logits, m)), l.params...)
+}
+
+// AffineHead is the linearisation of the affine head z = h W + 1 bᵀ (h: b×d features, W: d×C,
+// bias: C), whose Jacobian products have closed forms:
+//
+//	J_z (V, v) = h V + 1 vᵀ,       J_zᵀ m = (hᵀ m, 1ᵀ m).
+//
+// It is exact (the logits are linear in (W, b)), costs one b×d×C product per call, and is safe
+// to use inside in-graph loops. Params is (W, bias).
+type AffineHead struct {
+	// H holds the features (b×d); W (d×C) and Bias (C) are the parameters.
+	H, W, Bias *Node
+	logits     *Node
+}
+
+// NewAffineHead builds the affine head z = h W + 1 biasᵀ and its linearisation.
+func NewAffineHead(h, w, bias *Node) *AffineHead {
+	if h.Rank() != 2 || w.Rank() != 2 || bias.Rank() != 1 || h.Shape().Dim(1) != w.Shape().Dim(0) ||
+		w.Shape().Dim(1) != bias.Shape().Dim(0) {
+		exceptions.Panicf("fgn.NewAffineHead: need h (b×d), W (d×C), bias (C); got %s, %s, %s",
+			h.Shape(), w.Shape(), bias.Shape())
+	}
+	return &AffineHead{H: h, W: w, Bias: bias, logits: Add(MatMul(h, w), ExpandAxes(bias, 0))}
+}
+
+func (a *AffineHead) Logits() *Node  { return a.logits }
+func (a *AffineHead) Params() Vec    { return Vec{a.W, a.Bias} }
+func (a *AffineHead) loopSafe() bool { return true }
+
+func (a *AffineHead) VJP(m *Node) Vec {
+	return Vec{Einsum("bd,bc->dc", a.H, m), ReduceSum(m, 0)}
+}
+
+func (a *AffineHead) JVP(v Vec) *Node {
+	return Add(MatMul(a.H, v[0]), ExpandAxes(v[1], 0))
+}
+
+// vecDot returns Σ_k ⟨a_k, b_k⟩ as a scalar node.
+func vecDot(a, b Vec) *Node {
+	var sum *Node
+	for k := range a {
+		term := ReduceAllSum(Mul(a[k], b[k]))
+		if sum == nil {
+			sum = term
+		} else {
+			sum = Add(sum, term)
+		}
+	}
+	return sum
+}
+
+// vecAxpy returns x + alpha·y, alpha a scalar node.
+func vecAxpy(x Vec, alpha *Node, y Vec) Vec {
+	out := make(Vec, len(x))
+	for k := range x {
+		out[k] = Add(x[k], Mul(ConvertDType(alpha, y[k].DType()), y[k]))
+	}
+	return out
+}
+
+// vecScale returns alpha·x, alpha a scalar node.
+func vecScale(alpha *Node, x Vec) Vec {
+	out := make(Vec, len(x))
+	for k := range x {
+		out[k] = Mul(ConvertDType(alpha, x[k].DType()), x[k])
+	}
+	return out
+}
+
+func vecZerosLike(x Vec) Vec {
+	out := make(Vec, len(x))
+	for k := range x {
+		out[k] = ZerosLike(x[k])
+	}
+	return out
+}

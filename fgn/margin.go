@@ -1,0 +1,94 @@
+package fgn
+
+import (
+	"math"
+
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/support/exceptions"
+)
+
+// Margin holds the per-example true-vs-rest margin quantities of section 2 of the paper
+// for a batch of logits z (b×C) and integer labels y (b). All fields are graph nodes.
+//
+// With ★ the true class of an example and † the aggregate of its competitors:
+//
+//	z_† = log Σ_{j≠★} exp(z_j)                       (eq. 2.1)
+//	p_† = Σ_{j≠★} p_j = 1 - p_★                       (eq. 2.2)
+//	s   = z_† - z_★                                   (eq. 2.3)
+//	ℓ   = -log p_★ = φ(s) = log(1+e^s)                (eq. 2.4)
+//	φ'(s) = p_†,  φ''(s) = p_★ p_† = q                (eq. 2.5)
+//	ρ_j = p_j / p_†  for j≠★                          (eq. 2.6)
+//	∇_z s = (-1 at ★, ρ elsewhere)                    (eq. 2.7)
+//	ξ   = 1 - ‖ρ‖²                                    (eq. 3.5)
+//
+// Every quantity is computed from the margin s or from logits shifted by their competitor
+// maximum, so it is finite for any finite logits in float32 and float64: p_★ and p_† are
+// logistic functions of ∓s, q = p_★p_† underflows to 0 (never to NaN) for saturated
+// examples, and the loss is the overflow-free softplus max(s,0)+log1p(e^{-|s|}).
+type Margin struct {
+	// S is the margin s (b).
+	S *Node
+	// PStar and PDagger are p_★ and p_† = 1-p_★ (b).
+	PStar, PDagger *Node
+	// Q is the FGN curvature weight q = p_★p_† = φ''(s) (b), in [0, 1/4].
+	Q *Node
+	// Rho is the competitor distribution ρ, laid out as b×C with 0 at the true class.
+	Rho *Node
+	// Xi is the dispersion ξ = 1-‖ρ‖² (b), in [0, 1-1/(C-1)].
+	Xi *Node
+	// Loss is the per-example cross-entropy φ(s) (b).
+	Loss *Node
+	// GradS is ∇_z s (b×C): ρ with -1 at the true class (eq. 2.7). The margin Jacobian row of
+	// example i is J_i = GradS_iᵀ J_z,i (eq. 2.8).
+	GradS *Node
+	// OneHot is the one-hot encoding of the labels (b×C), in the logits' dtype.
+	OneHot *Node
+}
+
+// NewMargin computes the margin quantities for logits (b×C, float) and labels (b, integer).
+// It panics (GoMLX graph-building convention) on shape mismatches; host-level entry points
+// validate their inputs and return errors instead.
+func NewMargin(logits, labels *Node) *Margin {
+	if logits.Rank() != 2 {
+		exceptions.Panicf("fgn.NewMargin: logits must be b×C, got %s", logits.Shape())
+	}
+	b, numClasses := logits.Shape().Dim(0), logits.Shape().Dim(1)
+	if numClasses < 2 {
+		exceptions.Panicf("fgn.NewMargin: need C ≥ 2 classes, got C=%d", numClasses)
+	}
+	if labels.Rank() != 1 || labels.Shape().Dim(0) != b || !labels.DType().IsInt() {
+		exceptions.Panicf("fgn.NewMargin: labels must be an integer vector of length %d, got %s", b, labels.Shape())
+	}
+	g := logits.Graph()
+	dtype := logits.DType()
+	oneHot := OneHot(labels, numClasses, dtype)
+	isTrue := OneHot(labels, numClasses, labels.DType())
+	isTrue = Equal(isTrue, OnesLike(isTrue))
+
+	zStar := ReduceSum(Mul(logits, oneHot), -1)
+	// Competitor logits with the true class masked out by -∞; C ≥ 2 guarantees at least one
+	// finite competitor, so the shift m is finite.
+	negInf := BroadcastToDims(Scalar(g, dtype, math.Inf(-1)), b, numClasses)
+	competitors := Where(isTrue, negInf, logits)
+	m := StopGradient(ReduceMax(competitors, -1))
+	shifted := Exp(Sub(competitors, ExpandAxes(m, -1))) // 0 at the true class
+	sumShifted := ReduceSum(shifted, -1)
+	zDagger := Add(m, Log(sumShifted))
+	s := Sub(zDagger, zStar)
+
+	rho := Div(shifted, ExpandAxes(sumShifted, -1))
+	pDagger := Logistic(s)
+	pStar := Logistic(Neg(s))
+	loss := Add(Max(s, ZerosLike(s)), Log1p(Exp(Neg(Abs(s)))))
+	return &Margin{
+		S:       s,
+		PStar:   pStar,
+		PDagger: pDagger,
+		Q:       Mul(pStar, pDagger),
+		Rho:     rho,
+		Xi:      OneMinus(ReduceSum(Square(rho), -1)),
+		Loss:    loss,
+		GradS:   Sub(rho, oneHot),
+		OneHot:  oneHot,
+	}
+}

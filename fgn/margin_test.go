@@ -1,0 +1,145 @@
+package fgn
+
+import (
+	"math"
+	"testing"
+
+	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph"
+)
+
+// softmaxRef returns softmax probabilities of a row, computed in float64 on the host.
+func softmaxRef(z []float64) []float64 {
+	m := math.Inf(-1)
+	for _, v := range z {
+		m = math.Max(m, v)
+	}
+	p := make([]float64, len(z))
+	sum := 0.0
+	for i, v := range z {
+		p[i] = math.Exp(v - m)
+		sum += p[i]
+	}
+	for i := range p {
+		p[i] /= sum
+	}
+	return p
+}
+
+// TestMarginLossAndGradient checks eq. (2.4), loss = softmax cross-entropy, and eq. (2.9),
+// gradient = J_zᵀ(p−y)/b, against host float64 references for an affine head.
+func TestMarginLossAndGradient(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		dtype dtypes.DType
+		scale float64
+		tol   float64
+	}{
+		{"float64", dtypes.Float64, 1, 1e-12},
+		{"float64-large-logits", dtypes.Float64, 30, 1e-12},
+		{"float32", dtypes.Float32, 1, 2e-6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newProblem(1, 6, 4, 5, 3, tc.scale)
+			out := run(t, func(in []*Node) []*Node {
+				lin := affineLin(in)
+				loss, grad := LossGradient(lin, in[1])
+				return append([]*Node{lin.Logits(), loss}, grad...)
+			}, p.affineInputs(tc.dtype)...)
+			logits, loss, gradW, gradB := out[0], out[1][0], out[2], out[3]
+			wantLoss := 0.0
+			wantW := make([]float64, p.d*p.c)
+			wantB := make([]float64, p.c)
+			for i := range p.b {
+				probs := softmaxRef(logits[i*p.c : (i+1)*p.c])
+				y := int(p.labels[i])
+				wantLoss -= math.Log(probs[y]) / float64(p.b)
+				for c := range p.c {
+					r := probs[c]
+					if c == y {
+						r--
+					}
+					wantB[c] += r / float64(p.b)
+					for k := range p.d {
+						wantW[k*p.c+c] += p.h[i][k] * r / float64(p.b)
+					}
+				}
+			}
+			check(t, "loss vs -log softmax", math.Abs(loss-wantLoss)/wantLoss, tc.tol)
+			check(t, "gradient W vs J_zᵀ(p−y)/b", relErr(gradW, wantW), tc.tol)
+			check(t, "gradient b vs J_zᵀ(p−y)/b", relErr(gradB, wantB), tc.tol)
+		})
+	}
+}
+
+// TestMarginQuantities checks p_★, p_†, q, ρ, ξ and ∇_z s against their definitions (eqs.
+// 2.2-2.7, 3.5) and the identity p_†∇_z s = p − y (eq. 2.7').
+func TestMarginQuantities(t *testing.T) {
+	p := newProblem(2, 5, 3, 6, 3, 2)
+	out := run(t, func(in []*Node) []*Node {
+		lin := affineLin(in)
+		m := NewMargin(lin.Logits(), in[1])
+		return []*Node{lin.Logits(), m.S, m.PStar, m.PDagger, m.Q, m.Rho, m.Xi, m.GradS}
+	}, p.affineInputs(dtypes.Float64)...)
+	logits, s, pStar, pDagger, q, rho, xi, gradS := out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7]
+	var errs [6]float64
+	for i := range p.b {
+		z := logits[i*p.c : (i+1)*p.c]
+		probs := softmaxRef(z)
+		y := int(p.labels[i])
+		lse := 0.0
+		for c := range p.c {
+			if c != y {
+				lse += math.Exp(z[c])
+			}
+		}
+		errs[0] = math.Max(errs[0], math.Abs(s[i]-(math.Log(lse)-z[y])))
+		errs[1] = math.Max(errs[1], math.Abs(pStar[i]-probs[y]))
+		errs[2] = math.Max(errs[2], math.Abs(pDagger[i]-(1-probs[y])))
+		errs[3] = math.Max(errs[3], math.Abs(q[i]-probs[y]*(1-probs[y])))
+		sumSq := 0.0
+		for c := range p.c {
+			want := 0.0
+			if c != y {
+				want = probs[c] / (1 - probs[y])
+			}
+			sumSq += want * want
+			errs[4] = math.Max(errs[4], math.Abs(rho[i*p.c+c]-want))
+			oneHot := 0.0
+			if c == y {
+				oneHot = 1
+			}
+			errs[5] = math.Max(errs[5], math.Abs(pDagger[i]*gradS[i*p.c+c]-(probs[c]-oneHot)))
+		}
+		errs[4] = math.Max(errs[4], math.Abs(xi[i]-(1-sumSq)))
+		if xi[i] < -1e-15 || xi[i] > 1-1/float64(p.c-1)+1e-15 {
+			t.Errorf("ξ=%g outside [0, 1-1/(C-1)]", xi[i])
+		}
+	}
+	for k, name := range []string{"s", "p★", "p†", "q", "ρ and ξ", "p†∇s = p−y"} {
+		check(t, name, errs[k], 1e-13)
+	}
+}
+
+// TestMarginSaturatedFloat32 checks that the margin quantities stay finite in float32 for
+// margins up to |s| = 1e4, with q underflowing to 0 rather than to NaN.
+func TestMarginSaturatedFloat32(t *testing.T) {
+	logits := [][]float32{{1e4, 0, -1}, {-1e4, 0, 1}, {0, 5e3, -5e3}, {0, 0, 0}}
+	labels := []int32{0, 0, 1, 2}
+	out := run(t, func(in []*Node) []*Node {
+		m := NewMargin(in[0], in[1])
+		return []*Node{m.S, m.Loss, m.PStar, m.PDagger, m.Q, m.Xi, m.GradS}
+	}, logits, labels)
+	for k, o := range out {
+		for _, v := range o {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				t.Fatalf("output %d has a non-finite value: %v", k, o)
+			}
+		}
+	}
+	want := 1e4 + math.Log(1+math.E) // −log p_★ for z = (−1e4, 0, 1), ★ = 0
+	check(t, "loss of a saturated example (relative)", math.Abs(out[1][1]-want)/want, 1e-6)
+	if out[4][0] != 0 || out[4][1] != 0 {
+		t.Errorf("q of saturated examples = %v, want 0 (underflow)", out[4][:2])
+	}
+}

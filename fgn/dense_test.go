@@ -11,7 +11,7 @@ import (
 // denseOut runs NewDense for an MLP or affine problem and returns its fields as flat slices.
 type denseOut struct {
 	jz, js, grad, cov, kept, droppedOut, ggn, fgn, dropped, q, pDagger, rho, xi []float64
-	d                                                                          int
+	d                                                                           int
 }
 
 func runDense(t *testing.T, p *problem, mlp bool) denseOut {

@@ -173,7 +173,9 @@ func check(t *testing.T, what string, err, tol float64) {
 }
 
 // dense wraps a flat row-major n×n slice as a gonum matrix.
-func dense(flat []float64, n int) *mat.Dense { return mat.NewDense(n, n, append([]float64(nil), flat...)) }
+func dense(flat []float64, n int) *mat.Dense {
+	return mat.NewDense(n, n, append([]float64(nil), flat...))
+}
 
 // denseSolve returns the solution of (A + λI) x = rhs.
 func denseSolve(t *testing.T, a []float64, n int, lambda float64, rhs []float64) []float64 {

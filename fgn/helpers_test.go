@@ -8,6 +8,7 @@ import (
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"gonum.org/v1/gonum/mat"
@@ -206,3 +207,5 @@ func symEigen(t *testing.T, a []float64, n int) []float64 {
 	}
 	return e.Values(nil)
 }
+
+func shapesF32(dims ...int) shapes.Shape { return shapes.Make(dtypes.Float32, dims...) }

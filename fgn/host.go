@@ -1,0 +1,216 @@
+package fgn
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/support/exceptions"
+)
+
+// Method selects which direction AffineDirection computes.
+type Method int
+
+const (
+	// MethodFGN is the FGN direction through the generic JVP/VJP closures (FGNDirection).
+	MethodFGN Method = iota
+	// MethodFGNClosedForm is the FGN direction with the closed-form affine Gram (FGNAffineDirection).
+	MethodFGNClosedForm
+	// MethodSGN is the full softmax-GGN direction by parameter-space CG (SGNDirection), cold start.
+	MethodSGN
+	// MethodGradient is the negative gradient −g.
+	MethodGradient
+)
+
+// String implements fmt.Stringer.
+func (m Method) String() string {
+	switch m {
+	case MethodFGN:
+		return "FGN"
+	case MethodFGNClosedForm:
+		return "FGN (closed form)"
+	case MethodSGN:
+		return "SGN"
+	case MethodGradient:
+		return "gradient"
+	}
+	return fmt.Sprintf("Method(%d)", int(m))
+}
+
+// AffineResult is a direction for the affine head computed on the host-facing API.
+type AffineResult struct {
+	// DW (d×C) and DBias (C) are the direction for W and the bias.
+	DW, DBias *tensors.Tensor
+	// Loss is the batch mean cross-entropy; MeanPDagger and MeanXi the batch means of p_† and ξ.
+	Loss, MeanPDagger, MeanXi float64
+	// Iterations and Residual report the CG solve (0 for MethodGradient).
+	Iterations int
+	Residual   float64
+}
+
+// AffineDirection computes one direction for the affine head z = h W + 1 biasᵀ on backend, from
+// host tensors: features h (b×d), integer labels (b), W (d×C) and bias (C), all floats of one
+// dtype (float32 or float64). Unlike the graph-building functions, it validates its inputs and
+// returns an error naming the problem (labels outside [0,C), C < 2, λ ≤ 0, NaN or Inf, shape or
+// dtype mismatches) instead of panicking.
+//
+// It compiles a graph per call: it is meant for one-off use, diagnostics and notebooks. Training
+// loops build FGNAffineDirection and friends into their own compiled step.
+func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias *tensors.Tensor, cfg Config) (*AffineResult, error) {
+	if err := validateAffine(h, labels, w, bias, cfg); err != nil {
+		return nil, err
+	}
+	if method < MethodFGN || method > MethodGradient {
+		return nil, fmt.Errorf("fgn: unknown method %d", int(method))
+	}
+	var result *AffineResult
+	err := exceptions.TryCatch[error](func() {
+		exec := MustNewExec(backend, func(h, labels, w, bias *Node) []*Node {
+			head := NewAffineHead(h, w, bias)
+			var dir *Direction
+			switch method {
+			case MethodFGN:
+				dir = FGNDirection(Linearize(head.Logits(), head.Params()), labels, cfg)
+			case MethodFGNClosedForm:
+				dir = FGNAffineDirection(head, labels, nil, cfg)
+			case MethodSGN:
+				dir = SGNDirection(head, labels, nil, cfg)
+			case MethodGradient:
+				loss, grad := LossGradient(head, labels)
+				m := NewMargin(head.Logits(), labels)
+				zero := ScalarZero(h.Graph(), h.DType())
+				dir = &Direction{D: vecScale(Scalar(h.Graph(), h.DType(), -1), grad), Loss: loss,
+					Iterations: Const(h.Graph(), int32(0)), Residual: zero,
+					MeanPDagger: ReduceAllMean(m.PDagger), MeanXi: ReduceAllMean(m.Xi)}
+			}
+			return []*Node{dir.D[0], dir.D[1], ConvertDType(dir.Loss, dtypes.Float64),
+				ConvertDType(dir.MeanPDagger, dtypes.Float64), ConvertDType(dir.MeanXi, dtypes.Float64),
+				dir.Iterations, ConvertDType(dir.Residual, dtypes.Float64)}
+		})
+		out := exec.MustCall(h, labels, w, bias)
+		result = &AffineResult{DW: out[0], DBias: out[1],
+			Loss: tensors.ToScalar[float64](out[2]), MeanPDagger: tensors.ToScalar[float64](out[3]),
+			MeanXi: tensors.ToScalar[float64](out[4]), Iterations: int(tensors.ToScalar[int32](out[5])),
+			Residual: tensors.ToScalar[float64](out[6])}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fgn: computing the %s direction: %w", method, err)
+	}
+	return result, nil
+}
+
+func validateAffine(h, labels, w, bias *tensors.Tensor, cfg Config) error {
+	for _, in := range []struct {
+		name string
+		t    *tensors.Tensor
+	}{{"features", h}, {"labels", labels}, {"W", w}, {"bias", bias}} {
+		if in.t == nil {
+			return fmt.Errorf("fgn: %s tensor is nil", in.name)
+		}
+	}
+	dtype := h.DType()
+	if dtype != dtypes.Float32 && dtype != dtypes.Float64 {
+		return fmt.Errorf("fgn: features must be float32 or float64, got %s", dtype)
+	}
+	if w.DType() != dtype || bias.DType() != dtype {
+		return fmt.Errorf("fgn: features, W and bias must share one dtype, got %s, %s, %s", dtype, w.DType(), bias.DType())
+	}
+	if h.Rank() != 2 || w.Rank() != 2 || bias.Rank() != 1 {
+		return fmt.Errorf("fgn: need features b×d, W d×C and bias C, got shapes %s, %s, %s", h.Shape(), w.Shape(), bias.Shape())
+	}
+	b, d, c := h.Shape().Dim(0), h.Shape().Dim(1), w.Shape().Dim(1)
+	if w.Shape().Dim(0) != d || bias.Shape().Dim(0) != c {
+		return fmt.Errorf("fgn: shape mismatch: features %s, W %s, bias %s", h.Shape(), w.Shape(), bias.Shape())
+	}
+	if c < 2 {
+		return fmt.Errorf("fgn: need at least C=2 classes, got C=%d", c)
+	}
+	if labels.Rank() != 1 || labels.Shape().Dim(0) != b {
+		return fmt.Errorf("fgn: labels must be a vector of length b=%d, got shape %s", b, labels.Shape())
+	}
+	if !labels.DType().IsInt() {
+		return fmt.Errorf("fgn: labels must be integers, got %s", labels.DType())
+	}
+	var labelErr error
+	labels.ConstFlatData(func(flat any) {
+		for i, y := range toInt64s(flat) {
+			if y < 0 || y >= int64(c) {
+				labelErr = fmt.Errorf("fgn: label %d of example %d is outside [0, %d)", y, i, c)
+				return
+			}
+		}
+	})
+	if labelErr != nil {
+		return labelErr
+	}
+	for _, in := range []struct {
+		name string
+		t    *tensors.Tensor
+	}{{"features", h}, {"W", w}, {"bias", bias}} {
+		if idx := firstNonFinite(in.t); idx >= 0 {
+			return fmt.Errorf("fgn: %s has a NaN or Inf at flat index %d", in.name, idx)
+		}
+	}
+	if !(cfg.Lambda > 0) || math.IsInf(cfg.Lambda, 0) {
+		return fmt.Errorf("fgn: damping λ must be finite and > 0, got %g", cfg.Lambda)
+	}
+	if cfg.CG.MaxIter < 1 || !(cfg.CG.Tol >= 0) {
+		return fmt.Errorf("fgn: CG needs MaxIter ≥ 1 and Tol ≥ 0, got MaxIter=%d, Tol=%g", cfg.CG.MaxIter, cfg.CG.Tol)
+	}
+	if cfg.SaturationFloor < 0 || cfg.SaturationFloor >= 0.25 {
+		return fmt.Errorf("fgn: SaturationFloor must be in [0, 1/4), got %g", cfg.SaturationFloor)
+	}
+	return nil
+}
+
+func toInt64s(flat any) []int64 {
+	switch v := flat.(type) {
+	case []int32:
+		out := make([]int64, len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+		return out
+	case []int64:
+		return v
+	case []int:
+		out := make([]int64, len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+		return out
+	case []uint8:
+		out := make([]int64, len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+		return out
+	}
+	return []int64{-1} // unsupported integer type: reported as out of range
+}
+
+func firstNonFinite(t *tensors.Tensor) int {
+	idx := -1
+	t.ConstFlatData(func(flat any) {
+		switch v := flat.(type) {
+		case []float32:
+			for i, x := range v {
+				if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+					idx = i
+					return
+				}
+			}
+		case []float64:
+			for i, x := range v {
+				if math.IsNaN(x) || math.IsInf(x, 0) {
+					idx = i
+					return
+				}
+			}
+		}
+	})
+	return idx
+}

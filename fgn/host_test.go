@@ -1,0 +1,122 @@
+package fgn
+
+import (
+	"math"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+)
+
+func TestAffineDirectionBadInput(t *testing.T) {
+	good := func() (h, labels, w, bias *tensors.Tensor) {
+		return tensors.FromValue([][]float64{{1, 2}, {3, 4}, {5, 6}}), tensors.FromValue([]int32{0, 2, 1}),
+			tensors.FromValue([][]float64{{0.1, 0.2, 0.3}, {0.4, 0.5, 0.6}}), tensors.FromValue([]float64{0, 0, 0})
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(h, labels, w, bias **tensors.Tensor, cfg *Config)
+		want   string
+	}{
+		{"label too large", func(h, l, w, b **tensors.Tensor, c *Config) { *l = tensors.FromValue([]int32{0, 3, 1}) }, "outside [0, 3)"},
+		{"negative label", func(h, l, w, b **tensors.Tensor, c *Config) { *l = tensors.FromValue([]int32{0, -1, 1}) }, "outside [0, 3)"},
+		{"float labels", func(h, l, w, b **tensors.Tensor, c *Config) { *l = tensors.FromValue([]float64{0, 1, 1}) }, "must be integers"},
+		{"one class", func(h, l, w, b **tensors.Tensor, c *Config) {
+			*w = tensors.FromValue([][]float64{{0.1}, {0.2}})
+			*b = tensors.FromValue([]float64{0})
+			*l = tensors.FromValue([]int32{0, 0, 0})
+		}, "C=2"},
+		{"zero damping", func(h, l, w, b **tensors.Tensor, c *Config) { c.Lambda = 0 }, "damping"},
+		{"NaN damping", func(h, l, w, b **tensors.Tensor, c *Config) { c.Lambda = math.NaN() }, "damping"},
+		{"NaN feature", func(h, l, w, b **tensors.Tensor, c *Config) {
+			*h = tensors.FromValue([][]float64{{1, 2}, {math.NaN(), 4}, {5, 6}})
+		}, "features has a NaN or Inf at flat index 2"},
+		{"Inf weight", func(h, l, w, b **tensors.Tensor, c *Config) {
+			*w = tensors.FromValue([][]float64{{0.1, 0.2, math.Inf(1)}, {0.4, 0.5, 0.6}})
+		}, "W has a NaN or Inf"},
+		{"shape mismatch", func(h, l, w, b **tensors.Tensor, c *Config) {
+			*h = tensors.FromValue([][]float64{{1, 2, 3}, {3, 4, 5}, {5, 6, 7}})
+		}, "shape mismatch"},
+		{"label count", func(h, l, w, b **tensors.Tensor, c *Config) { *l = tensors.FromValue([]int32{0, 1}) }, "length b=3"},
+		{"mixed dtypes", func(h, l, w, b **tensors.Tensor, c *Config) { *b = tensors.FromValue([]float32{0, 0, 0}) }, "share one dtype"},
+		{"no CG iterations", func(h, l, w, b **tensors.Tensor, c *Config) { c.CG.MaxIter = 0 }, "MaxIter"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, labels, w, bias := good()
+			cfg := DefaultConfig
+			tc.mutate(&h, &labels, &w, &bias, &cfg)
+			_, err := AffineDirection(testBackend, MethodFGNClosedForm, h, labels, w, bias, cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestAffineDirectionMethods checks the host API against the graph functions: all FGN variants
+// agree, and every method returns a descent direction.
+func TestAffineDirectionMethods(t *testing.T) {
+	p := newProblem(17, 8, 5, 4, 2, 0.5)
+	in := p.affineInputs(dtypes.Float32)
+	h, labels, w, bias := tensors.FromValue(in[0].([][]float32)), tensors.FromValue(p.labels),
+		tensors.FromValue(in[2].([][]float32)), tensors.FromValue(in[3].([]float32))
+	results := map[Method]*AffineResult{}
+	for _, m := range []Method{MethodFGN, MethodFGNClosedForm, MethodSGN, MethodGradient} {
+		r, err := AffineDirection(testBackend, m, h, labels, w, bias, DefaultConfig)
+		if err != nil {
+			t.Fatalf("%s: %v", m, err)
+		}
+		results[m] = r
+	}
+	flatDir := func(r *AffineResult) []float64 { return append(flat64(r.DW), flat64(r.DBias)...) }
+	check(t, "FGN generic vs closed form (float32)", relErr(flatDir(results[MethodFGN]), flatDir(results[MethodFGNClosedForm])), 1e-5)
+	negGrad := flatDir(results[MethodGradient])
+	for m, r := range results {
+		if dot(flatDir(r), negGrad) <= 0 {
+			t.Errorf("%s direction is not a descent direction", m)
+		}
+		if r.Loss <= 0 || math.IsNaN(r.Loss) {
+			t.Errorf("%s: loss %g", m, r.Loss)
+		}
+	}
+}
+
+// TestGradientCostRegression bounds the time and allocation of one gradient of the affine head
+// at b=512, d=2048, C=256. GoMLX v0.26 built a b×d×C tensor for this VJP (2 GB in float32, 100×
+// slower); v0.28 contracts over b directly. The bounds leave an order of magnitude of slack on a
+// 2-core machine without the SIMD build.
+func TestGradientCostRegression(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped in -short mode")
+	}
+	const b, d, c = 512, 2048, 256
+	h := tensors.FromShape(shapesF32(b, d))
+	w := tensors.FromShape(shapesF32(d, c))
+	bias := tensors.FromShape(shapesF32(c))
+	labels := tensors.FromValue(make([]int32, b))
+	exec := MustNewExec(testBackend, func(h, labels, w, bias *Node) []*Node {
+		_, grad := LossGradient(NewAffineHead(h, w, bias), labels)
+		return grad
+	})
+	exec.MustCall(h, labels, w, bias) // compile
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	exec.MustCall(h, labels, w, bias)
+	elapsed := time.Since(start)
+	runtime.ReadMemStats(&after)
+	allocated := float64(after.TotalAlloc-before.TotalAlloc) / (1 << 20)
+	t.Logf("one gradient: %v, %.1f MiB allocated", elapsed, allocated)
+	if elapsed > 5*time.Second {
+		t.Errorf("one gradient took %v, want < 5s", elapsed)
+	}
+	// A b×d×C float32 intermediate alone is 1 GiB; the real working set is a few MiB.
+	if allocated > 256 {
+		t.Errorf("one gradient allocated %.0f MiB, want < 256 MiB", allocated)
+	}
+}

@@ -92,3 +92,14 @@ func newXLA(options string) (b compute.Backend, err error) {
 func Describe(b compute.Backend) string {
 	return fmt.Sprintf("%s (%s)", b.Name(), b.Description())
 }
+
+// SIMDWarning returns a one-line warning for long runs on the pure-Go backend of a binary built
+// without GOEXPERIMENT=simd (its matrix products are then about 15× slower), or "" when there
+// is nothing to warn about.
+func SIMDWarning(b compute.Backend) string {
+	if SIMDBuild || b.String() != gobackend.BackendName {
+		return ""
+	}
+	return "warning: built without GOEXPERIMENT=simd: the pure-Go backend's matrix products run ~15× slower; " +
+		"rebuild with GOEXPERIMENT=simd for timings"
+}

@@ -1,0 +1,54 @@
+// Command fgn is the command-line front end of the FGN reference implementation.
+//
+// Subcommands:
+//
+//	fgn demo    train an affine softmax head on a synthetic Gaussian mixture with FGN, SGN and
+//	            plain gradient steps, and print the loss and CG statistics of every step
+//
+// The backend is chosen by GOMLX_BACKEND (default: the pure-Go backend); see package
+// github.com/fgn-paper/fgn/fgn/backend.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "fgn:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		return nil
+	}
+	switch args[0] {
+	case "demo":
+		return runDemo(args[1:], stdout, stderr)
+	default:
+		usage(stderr)
+		return fmt.Errorf("unknown subcommand %q", args[0])
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: fgn <subcommand> [flags]
+
+subcommands:
+  demo   FGN, SGN and gradient steps on a synthetic Gaussian mixture (fgn demo --help)
+
+GOMLX_BACKEND selects the backend: "go" (default), "xla:cuda", or "xla:/abs/path/pjrt_plugin.so".
+`)
+}
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("fgn "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}

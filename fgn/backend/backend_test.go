@@ -1,0 +1,55 @@
+package backend
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestNewWithConfig(t *testing.T) {
+	for _, tc := range []struct {
+		config, wantName, wantErr string
+	}{
+		{"", "go", ""},
+		{"go", "go", ""},
+		{"tpu:0", "", "unknown backend \"tpu\""},
+		{"xla", "", "needs a PJRT plugin"},
+		{"xla:/nonexistent/pjrt_plugin.so", "", "PJRT plugin file /nonexistent/pjrt_plugin.so cannot be used"},
+		{"/nonexistent/pjrt_plugin.so", "", "PJRT plugin file /nonexistent/pjrt_plugin.so cannot be used"},
+	} {
+		t.Run(tc.config, func(t *testing.T) {
+			b, err := NewWithConfig(tc.config)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("NewWithConfig(%q) error = %v, want one containing %q", tc.config, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("NewWithConfig(%q): %v", tc.config, err)
+			}
+			if b.String() != tc.wantName {
+				t.Errorf("NewWithConfig(%q) = %q backend, want %q", tc.config, b.String(), tc.wantName)
+			}
+		})
+	}
+}
+
+// TestNewDefaultIsGo checks that an unset GOMLX_BACKEND selects the pure-Go backend (GoMLX's own
+// default would try to download an XLA plugin).
+func TestNewDefaultIsGo(t *testing.T) {
+	t.Setenv(EnvVar, "")
+	b, err := New()
+	if err != nil || b.String() != "go" {
+		t.Fatalf("New() with %s unset = %v, %v; want the go backend", EnvVar, b, err)
+	}
+}
+
+// TestMissingPluginIsAnError checks that a named plugin that is not installed is reported, not
+// downloaded.
+func TestMissingPluginIsAnError(t *testing.T) {
+	t.Setenv("PJRT_PLUGIN_LIBRARY_PATH", t.TempDir())
+	_, err := NewWithConfig("xla:cuda")
+	if err == nil || !strings.Contains(err.Error(), "never downloads") {
+		t.Fatalf("xla:cuda without a plugin: error = %v, want a not-installed error", err)
+	}
+}

@@ -1,0 +1,44 @@
+// Package fgn implements Fast Gauss-Newton (FGN) for multiclass cross-entropy on GoMLX graphs,
+// following "Fast Gauss-Newton for Multiclass Cross-Entropy". The same graphs run on the pure-Go
+// backend and on XLA/PJRT (see package backend for the selection).
+//
+// # The map of the paper
+//
+//   - Section 2, margin quantities: Margin (s, p_★, p_†, q, ρ, ξ, ∇_z s, loss φ(s)).
+//   - Section 3, curvature: GGNOperator (full softmax GGN, the SGN baseline), the FGN row
+//     operator FGNRowOperator, the closed-form affine Gram AffineRowGram (appendix F.2), and the
+//     dense forms Dense (H_GGN, H_FGN, the dropped term, Jacobians) for small problems.
+//   - Sections 3.4-4, batched form and row-space solver: MarginJacobian (J, from logit JVP/VJP),
+//     CG, and the directions FGNDirection, FGNAffineDirection, SGNDirection, LossGradient.
+//   - Host-level entry point with input validation: AffineDirection.
+//
+// # Linearisation and JVPs
+//
+// A Linearization is the logit map linearised at the current parameters. Linearize works for
+// any logits node of any parameter nodes: VJPs are reverse passes and, since GoMLX has no
+// forward mode, JVPs are double VJPs (the JVP of a linear map is the VJP of its VJP). Both reuse
+// the forward nodes, so the forward pass is computed once per step. AffineHead gives the closed
+// forms for z = hW + 1bᵀ.
+//
+// # In-graph CG
+//
+// CG runs inside the compiled graph. For operators that contain no autodiff nodes (the closed-
+// form affine Gram) it is a GoMLX While loop with early exit on the tolerance. For the generic
+// closures the iterations are unrolled (MaxIter is small: 5 in the paper) and masked after
+// convergence, which gives the same iterates: GoMLX v0.28.3's pure-Go backend (compute v0.1.3)
+// compiles a closure's execution plan before its graph optimiser rewires same-rank broadcasts
+// (ImplicitBroadcastFusion), so the closure runs a stale plan ("input 0 for node Mul not computed
+// yet") whenever a VJP inside a While body broadcasts a size-1 axis. GoMLX also caches scalar
+// constants per graph rather than per function; the While helper builds its body once in the
+// main function first so every scalar it needs is a capturable main-function node.
+//
+// # Saturated examples
+//
+// For |s| large, q = p_★p_† underflows while Q^{-1/2}r overflows. Rows with q below a floor
+// (default ε² of the dtype) are solved unwhitened with their curvature dropped (see the
+// whitening type); the step stays finite and solves the damped system wherever representable.
+//
+// # Measured speed
+//
+// See README.md for the benchmark figures (BenchmarkStep) and the machine they were taken on.
+package fgn

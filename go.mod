@@ -1,11 +1,12 @@
 module github.com/fgn-paper/fgn
 
-go 1.26.8
+go 1.26.5
 
 require (
 	github.com/gomlx/compute v0.1.3
 	github.com/gomlx/go-xla v0.4.1
 	github.com/gomlx/gomlx v0.28.3
+	gonum.org/v1/gonum v0.16.0
 )
 
 require (
@@ -15,7 +16,6 @@ require (
 	golang.org/x/exp v0.0.0-20260410095643-746e56fc9e2f // indirect
 	golang.org/x/sys v0.43.0 // indirect
 	golang.org/x/term v0.40.0 // indirect
-	gonum.org/v1/gonum v0.16.0 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 )

@@ -169,27 +169,23 @@ func validateAffine(h, labels, w, bias *tensors.Tensor, cfg Config) error {
 func toInt64s(flat any) []int64 {
 	switch v := flat.(type) {
 	case []int32:
-		out := make([]int64, len(v))
-		for i, x := range v {
-			out[i] = int64(x)
-		}
-		return out
+		return widen(v)
 	case []int64:
 		return v
 	case []int:
-		out := make([]int64, len(v))
-		for i, x := range v {
-			out[i] = int64(x)
-		}
-		return out
+		return widen(v)
 	case []uint8:
-		out := make([]int64, len(v))
-		for i, x := range v {
-			out[i] = int64(x)
-		}
-		return out
+		return widen(v)
 	}
 	return []int64{-1} // unsupported integer type: reported as out of range
+}
+
+func widen[T int32 | int | uint8](v []T) []int64 {
+	out := make([]int64, len(v))
+	for i, x := range v {
+		out[i] = int64(x)
+	}
+	return out
 }
 
 func firstNonFinite(t *tensors.Tensor) int {

@@ -94,12 +94,12 @@ func Describe(b compute.Backend) string {
 }
 
 // SIMDWarning returns a one-line warning for long runs on the pure-Go backend of a binary built
-// without GOEXPERIMENT=simd (its matrix products are then about 15× slower), or "" when there
+// without GOEXPERIMENT=simd (its matrix products are then an order of magnitude slower), or "" when there
 // is nothing to warn about.
 func SIMDWarning(b compute.Backend) string {
 	if SIMDBuild || b.String() != gobackend.BackendName {
 		return ""
 	}
-	return "warning: built without GOEXPERIMENT=simd: the pure-Go backend's matrix products run ~15× slower; " +
+	return "warning: built without GOEXPERIMENT=simd: the pure-Go backend's matrix products run an order of magnitude slower; " +
 		"rebuild with GOEXPERIMENT=simd for timings"
 }

@@ -1,0 +1,149 @@
+package features
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var fixtureX = []float32{0, .25, .5, .75, 1, 1.25}
+
+func TestLoadNumPyFixtures(t *testing.T) {
+	for _, tc := range []struct{ features, labels string }{
+		{"f64_c.npy", "i64_labels.npy"},
+		{"f32_c.npy", "i64_labels.npy"},
+		{"f32_fortran.npy", "i64_labels.npy"},
+		{"f32_c.npy", "u8_labels.npy"},
+	} {
+		s, err := Load(filepath.Join("testdata", tc.features), filepath.Join("testdata", tc.labels))
+		if err != nil {
+			t.Errorf("%s/%s: %v", tc.features, tc.labels, err)
+			continue
+		}
+		if s.N != 2 || s.D != 3 {
+			t.Errorf("%s: shape %d×%d, want 2×3", tc.features, s.N, s.D)
+		}
+		for i, v := range fixtureX {
+			if s.X[i] != v {
+				t.Errorf("%s: X[%d] = %v, want %v", tc.features, i, s.X[i], v)
+			}
+		}
+	}
+	s, _ := Load("testdata/f32_c.npy", "testdata/u8_labels.npy")
+	if s.Y[0] != 1 || s.Y[1] != 3 || s.Classes() != 4 {
+		t.Errorf("u8 labels = %v (classes %d), want [1 3] (classes 4)", s.Y, s.Classes())
+	}
+}
+
+// TestSaveMatchesNumPy checks that Save writes byte for byte what numpy.save writes.
+func TestSaveMatchesNumPy(t *testing.T) {
+	dir := t.TempDir()
+	s := &Set{X: fixtureX, Y: []int32{2, 0}, N: 2, D: 3}
+	fx, fy := CachePaths(dir, "train")
+	if err := s.Save(fx, fy); err != nil {
+		t.Fatal(err)
+	}
+	for _, pair := range [][2]string{{fx, "testdata/f32_c.npy"}, {fy, "testdata/i64_labels.npy"}} {
+		got, _ := os.ReadFile(pair[0])
+		want, _ := os.ReadFile(pair[1])
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from NumPy's %s:\n got %q\nwant %q", filepath.Base(pair[0]), pair[1], got, want)
+		}
+	}
+	back, err := LoadSplit(dir, "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.N != 2 || back.D != 3 || back.Y[0] != 2 || back.X[5] != 1.25 {
+		t.Errorf("round trip gave %+v", back)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, s *Set) string {
+		fx, fy := filepath.Join(dir, name+"_x.npy"), filepath.Join(dir, name+"_y.npy")
+		// Bypass Save's validation to produce bad files.
+		if err := writeNPY(fx, "<f4", []int{s.N, s.D}, putFloat32s(s.X)); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeNPY(fy, "<i8", []int{len(s.Y)}, putInt64s(s.Y)); err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+	nan := float32(0)
+	nan = nan / nan
+	write("nan", &Set{X: []float32{1, nan}, Y: []int32{0}, N: 1, D: 2})
+	write("neg", &Set{X: []float32{1, 2}, Y: []int32{-1}, N: 1, D: 2})
+	write("count", &Set{X: []float32{1, 2}, Y: []int32{0, 1}, N: 1, D: 2})
+	if err := os.WriteFile(filepath.Join(dir, "junk.npy"), []byte("hello world, not numpy"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "trunc.npy"), mustRead(t, "testdata/f32_c.npy")[:140], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := func(name string) string { return filepath.Join(dir, name) }
+	for _, tc := range []struct{ name, features, labels, want string }{
+		{"missing file", p("none.npy"), "testdata/i64_labels.npy", "no such file"},
+		{"not npy", p("junk.npy"), "testdata/i64_labels.npy", "not a .npy file"},
+		{"truncated", p("trunc.npy"), "testdata/i64_labels.npy", "truncated"},
+		{"integer features", "testdata/i64_labels.npy", "testdata/i64_labels.npy", "must be float32 or float64"},
+		{"3-D features", "testdata/i32_3d.npy", "testdata/i64_labels.npy", "must be float32 or float64"},
+		{"big endian", "testdata/f32_big_endian.npy", "testdata/i64_labels.npy", "big-endian"},
+		{"2-D labels", "testdata/f32_c.npy", "testdata/f64_c.npy", "labels must be 1-D"},
+		{"NaN feature", p("nan_x.npy"), p("nan_y.npy"), "must be finite"},
+		{"negative label", p("neg_x.npy"), p("neg_y.npy"), "label -1 of example 0 is not a non-negative integer"},
+		{"count mismatch", p("count_x.npy"), p("count_y.npy"), "has 2 labels but"},
+	} {
+		_, err := Load(tc.features, tc.labels)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Load error = %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+	s, _ := Load("testdata/f32_c.npy", "testdata/i64_labels.npy")
+	if err := s.Validate("x", 2); err == nil || !strings.Contains(err.Error(), "label 2 of example 0 is outside [0, 2)") {
+		t.Errorf("Validate with 2 classes: %v", err)
+	}
+}
+
+func TestStandardize(t *testing.T) {
+	train := &Set{X: []float32{1, 5, 3, 5}, Y: []int32{0, 1}, N: 2, D: 2}
+	test := &Set{X: []float32{2, 7}, Y: []int32{0}, N: 1, D: 2}
+	mean, std, err := Standardize(train, test)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mean[0] != 2 || std[0] != 1 || mean[1] != 5 || std[1] != 1 {
+		t.Errorf("mean %v std %v, want [2 5] [1 1] (constant coordinate gets std 1)", mean, std)
+	}
+	if want := []float32{-1, 0, 1, 0}; !equal(train.X, want) {
+		t.Errorf("standardized train %v, want %v", train.X, want)
+	}
+	if want := []float32{0, 2}; !equal(test.X, want) {
+		t.Errorf("standardized test %v, want %v", test.X, want)
+	}
+}
+
+func equal(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

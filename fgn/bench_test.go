@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -47,30 +46,28 @@ func benchmarkStep(b *testing.B, method string, batch, dim, numClasses int) {
 	wVar := scope.VariableWithValue("W", tensors.FromShape(shapesF32(dim, numClasses)))
 	bVar := scope.VariableWithValue("bias", tensors.FromShape(shapesF32(numClasses)))
 	var adam optimizer.Interface
-	if method == "Adam" {
+	var opt Optimizer
+	switch method {
+	case "Adam":
 		adam = optimizer.Adam().LearningRate(3e-4).Done()
+	case "SGN":
+		opt = SGN().Done()
+	default:
+		opt = FGN().Done()
 	}
 	exec := model.MustNewExec(testBackend, store, func(scope *model.Scope, h, labels *Node) *Node {
 		g := h.Graph()
 		head := NewAffineHead(h, wVar.NodeValue(g), bVar.NodeValue(g))
-		if method == "Adam" {
+		switch method {
+		case "Adam":
 			loss, _ := LossGradient(head, labels)
 			adam.UpdateGraph(scope, g, loss)
 			return loss
+		case "FGN": // generic closures
+			return opt.UpdateGraph(scope, Linearize(head.Logits(), head.Params()), labels).Loss
+		default: // SGN, FGNClosedForm
+			return opt.UpdateGraph(scope, head, labels).Loss
 		}
-		var dir *Direction
-		switch method {
-		case "SGN":
-			dir = SGNDirection(head, labels, nil, DefaultConfig)
-		case "FGN":
-			dir = FGNDirection(Linearize(head.Logits(), head.Params()), labels, DefaultConfig)
-		case "FGNClosedForm":
-			dir = FGNAffineDirection(head, labels, nil, DefaultConfig)
-		}
-		alpha := Scalar(g, dtypes.Float32, 0.1)
-		wVar.SetNodeValue(Add(head.W, Mul(alpha, dir.D[0])))
-		bVar.SetNodeValue(Add(head.Bias, Mul(alpha, dir.D[1])))
-		return dir.Loss
 	})
 	exec.MustCall(h, labels) // compile and warm up
 	var before, after runtime.MemStats

@@ -73,7 +73,7 @@ func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias 
 			var dir *Direction
 			switch method {
 			case MethodFGN:
-				dir = FGNDirection(Linearize(head.Logits(), head.Params()), labels, cfg)
+				dir = FGNDirection(Linearize(head.Logits(), head.Params()), labels, nil, cfg)
 			case MethodFGNClosedForm:
 				dir = FGNAffineDirection(head, labels, nil, cfg)
 			case MethodSGN:

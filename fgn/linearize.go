@@ -80,7 +80,11 @@ func (l *autodiffLinearization) vjp(m *Node) Vec {
 type AffineHead struct {
 	// H holds the features (b×d); W (d×C) and Bias (C) are the parameters.
 	H, W, Bias *Node
-	logits     *Node
+	// FeatureGram optionally holds h hᵀ + 1 (b×b, see FeatureGram) for FGNAffineDirection. With
+	// frozen features and static batches it is the same in every epoch and can be computed once
+	// per batch; nil means FGNAffineDirection computes it.
+	FeatureGram *Node
+	logits      *Node
 }
 
 // NewAffineHead builds the affine head z = h W + 1 biasᵀ and its linearisation.

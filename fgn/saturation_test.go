@@ -33,7 +33,7 @@ func TestSaturatedStep(t *testing.T) {
 		fn   func(in []*Node) *Direction
 	}{
 		{"generic", func(in []*Node) *Direction {
-			return FGNDirection(Linearize(affineLin(in).Logits(), Vec{in[2], in[3]}), in[1], cfg)
+			return FGNDirection(Linearize(affineLin(in).Logits(), Vec{in[2], in[3]}), in[1], nil, cfg)
 		}},
 		{"closed form", func(in []*Node) *Direction {
 			return FGNAffineDirection(NewAffineHead(in[0], in[2], in[3]), in[1], nil, cfg)

@@ -30,9 +30,9 @@ func TestEquivalenceLemma(t *testing.T) {
 		mlp  bool
 		fn   func(in []*Node) *Direction
 	}{
-		{"mlp generic", true, func(in []*Node) *Direction { return FGNDirection(mlpLin(in), in[1], exactCG) }},
+		{"mlp generic", true, func(in []*Node) *Direction { return FGNDirection(mlpLin(in), in[1], nil, exactCG) }},
 		{"affine generic", false, func(in []*Node) *Direction {
-			return FGNDirection(Linearize(affineLin(in).Logits(), Vec{in[2], in[3]}), in[1], exactCG)
+			return FGNDirection(Linearize(affineLin(in).Logits(), Vec{in[2], in[3]}), in[1], nil, exactCG)
 		}},
 		{"affine closed form", false, func(in []*Node) *Direction {
 			return FGNAffineDirection(NewAffineHead(in[0], in[2], in[3]), in[1], nil, exactCG)
@@ -197,7 +197,7 @@ func TestAffineClosedFormMatchesGeneric(t *testing.T) {
 			cols[i] = ExpandAxes(op(Reshape(Slice(eye, AxisRange(), AxisElem(i)), p.b)), -1)
 		}
 		closed := FGNAffineDirection(head, in[1], nil, DefaultConfig)
-		gen := FGNDirection(generic, in[1], DefaultConfig)
+		gen := FGNDirection(generic, in[1], nil, DefaultConfig)
 		return []*Node{k, Concatenate(cols, 1), flattenVec(closed.D), flattenVec(gen.D), closed.Iterations, gen.Iterations}
 	}, p.affineInputs(dtypes.Float64)...)
 	check(t, "closed-form K vs Q^{1/2}JJᵀQ^{1/2} of the closures", relErr(out[0], out[1]), 1e-13)

@@ -54,6 +54,9 @@ type Direction struct {
 	Iterations, Residual *Node
 	// MeanPDagger and MeanXi are the batch means of p_† and ξ (scalars).
 	MeanPDagger, MeanXi *Node
+	// Solution is the CG solution, the state a warm start carries to the next step: the row-space
+	// vector u (b) for FGN, the direction itself for SGN.
+	Solution Vec
 }
 
 // LossGradient returns the mean cross-entropy of a batch and its gradient
@@ -104,13 +107,14 @@ func newWhitening(m *Margin, bLambda *Node, floor float64) whitening {
 //
 //	(K + bλ I) u = r̃,   K = J̃ J̃ᵀ,  J̃ = Q^{1/2} J,  r̃ = Q^{-1/2} r       (eq. 4.6)
 //
-// with the matrix-free operator of eq. (4.8), then back-projection d = −J̃ᵀ u (eq. 4.7). No warm
-// start. Saturated rows are handled as described for the whitening type.
+// with the matrix-free operator of eq. (4.8), then back-projection d = −J̃ᵀ u (eq. 4.7). CG starts
+// from u0 (b), or from zero when u0 is nil (the paper's FGN: no warm start). Saturated rows are
+// handled as described for the whitening type.
 //
 // With a generic Linearization each CG iteration costs one VJP and one JVP of the margin map; an
 // AffineHead makes it eligible for the in-graph While loop. FGNAffineDirection is the closed-form
 // variant for affine heads.
-func FGNDirection(lin Linearization, labels *Node, cfg Config) *Direction {
+func FGNDirection(lin Linearization, labels, u0 *Node, cfg Config) *Direction {
 	cfg.validate()
 	m := NewMargin(lin.Logits(), labels)
 	g := m.S.Graph()
@@ -123,21 +127,22 @@ func FGNDirection(lin Linearization, labels *Node, cfg Config) *Direction {
 	// Coupling of the saturated rows into the whitened ones: −Q_W^{1/2} J J_Rᵀ δ_R.
 	rhs := Sub(w.rTilde, Mul(w.sqrtQ, j.JVP(j.VJP(w.deltaR))))
 	op := FGNRowOperator(j, w.sqrtQ, bLambda)
-	sol := CG(func(v Vec) Vec { return Vec{op(v[0])} }, Vec{rhs}, nil, cfg.CG, lin.loopSafe())
+	sol := CG(func(v Vec) Vec { return Vec{op(v[0])} }, Vec{rhs}, rowStart(u0), cfg.CG, lin.loopSafe())
 	d := vecScale(Scalar(g, dtype, -1), j.VJP(Add(w.deltaR, Mul(w.sqrtQ, sol.X[0]))))
 	return newDirection(d, m, sol)
 }
 
 // FGNAffineDirection is FGNDirection for the affine head z = h W + 1 bᵀ using the closed-form
 // row Gram of appendix F.2: K = AffineRowGram(h hᵀ + 1, ∇_z s, √q) is formed once (b×b), CG runs
-// on it in an in-graph While loop, and one VJP back-projects. featureGram is h hᵀ + 1
-// (FeatureGram); pass nil to compute it here, or a cached one when features are frozen.
-func FGNAffineDirection(head *AffineHead, labels, featureGram *Node, cfg Config) *Direction {
+// on it in an in-graph While loop, and one VJP back-projects. The feature Gram h hᵀ + 1 is
+// head.FeatureGram when set (frozen features), else computed here. u0 is as for FGNDirection.
+func FGNAffineDirection(head *AffineHead, labels, u0 *Node, cfg Config) *Direction {
 	cfg.validate()
 	m := NewMargin(head.Logits(), labels)
 	g := m.S.Graph()
 	dtype := m.S.DType()
 	b := m.S.Shape().Dim(0)
+	featureGram := head.FeatureGram
 	if featureGram == nil {
 		featureGram = FeatureGram(head.H)
 	}
@@ -149,7 +154,7 @@ func FGNAffineDirection(head *AffineHead, labels, featureGram *Node, cfg Config)
 	k := whitenGram(gram, w.sqrtQ)
 	rhs := Sub(w.rTilde, Mul(w.sqrtQ, MatMul(gram, w.deltaR)))
 	op := func(v Vec) Vec { return Vec{Add(MatMul(k, v[0]), Mul(bLambda, v[0]))} }
-	sol := CG(op, Vec{rhs}, nil, cfg.CG, true)
+	sol := CG(op, Vec{rhs}, rowStart(u0), cfg.CG, true)
 	j := MarginJacobian{Lin: head, GradS: m.GradS}
 	d := vecScale(Scalar(g, dtype, -1), j.VJP(Add(w.deltaR, Mul(w.sqrtQ, sol.X[0]))))
 	return newDirection(d, m, sol)
@@ -171,6 +176,14 @@ func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Config) *Directio
 	return newDirection(sol.X, m, sol)
 }
 
+// rowStart is the CG start of the row-space solve: nil (zero) or {u0}.
+func rowStart(u0 *Node) Vec {
+	if u0 == nil {
+		return nil
+	}
+	return Vec{u0}
+}
+
 func newDirection(d Vec, m *Margin, sol CGResult) *Direction {
 	return &Direction{
 		D:           d,
@@ -179,5 +192,6 @@ func newDirection(d Vec, m *Margin, sol CGResult) *Direction {
 		Residual:    sol.Residual,
 		MeanPDagger: ReduceAllMean(m.PDagger),
 		MeanXi:      ReduceAllMean(m.Xi),
+		Solution:    sol.X,
 	}
 }

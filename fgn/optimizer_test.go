@@ -1,0 +1,219 @@
+package fgn
+
+import (
+	"path"
+	"strings"
+	"testing"
+
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// optModel holds a problem's parameters as model variables (float64) and builds the
+// linearisation the optimizers step.
+type optModel struct {
+	store *model.Store
+	vars  []*model.Variable
+	mlp   bool
+	// generic forces the generic closures for the affine head.
+	generic bool
+}
+
+func newOptModel(p *problem, mlp, generic bool) *optModel {
+	store := model.NewStore()
+	scope := store.RootScope().In("classifier")
+	m := &optModel{store: store, mlp: mlp, generic: generic}
+	params := map[string]any{"W": p.w, "bias": p.bias}
+	names := []string{"W", "bias"}
+	if mlp {
+		params = map[string]any{"W1": p.w1, "b1": p.b1, "W2": p.w2, "b2": p.b2}
+		names = []string{"W1", "b1", "W2", "b2"}
+	}
+	for _, n := range names {
+		m.vars = append(m.vars, scope.VariableWithValue(n, params[n]))
+	}
+	return m
+}
+
+func (m *optModel) lin(h *Node) Linearization {
+	g := h.Graph()
+	v := make(Vec, len(m.vars))
+	for k, variable := range m.vars {
+		v[k] = variable.NodeValue(g)
+	}
+	if m.mlp {
+		return mlpLin(append([]*Node{h, nil}, v...))
+	}
+	head := NewAffineHead(h, v[0], v[1])
+	if m.generic {
+		return Linearize(head.Logits(), head.Params())
+	}
+	return head
+}
+
+// flatParams returns the current variable values, flattened in parameter order.
+func (m *optModel) flatParams() []float64 {
+	var out []float64
+	for _, v := range m.vars {
+		out = append(out, flat64(v.MustValue())...)
+	}
+	return out
+}
+
+// step runs n optimizer steps on the problem's batch and returns the reported CG iterations
+// of the last one.
+func (m *optModel) step(t *testing.T, opt Optimizer, p *problem, n int) float64 {
+	t.Helper()
+	exec, err := model.NewExec(testBackend, m.store, func(scope *model.Scope, h, labels *Node) []*Node {
+		dir := opt.UpdateGraph(scope, m.lin(h), labels)
+		return []*Node{dir.Loss, dir.Iterations}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var its float64
+	for range n {
+		out, err := exec.Call(p.h, p.labels)
+		if err != nil {
+			t.Fatalf("step: %+v", err)
+		}
+		its = flat64(out[1])[0]
+	}
+	return its
+}
+
+// TestOptimizerStepMatchesDense checks that one optimizer step with CG run to convergence moves
+// the variables by α·d, d the dense damped solve: −(H_FGN + λI)⁻¹g for FGN (closed form, generic
+// closures on the affine head, MLP) and −(H_GGN + λI)⁻¹g for SGN.
+func TestOptimizerStepMatchesDense(t *testing.T) {
+	const alpha, lambda = 0.3, 0.7
+	p := newProblem(21, 6, 9, 5, 4, 1)
+	for _, tc := range []struct {
+		name         string
+		opt          *GNConfig
+		mlp, generic bool
+	}{
+		{"FGN affine closed form", FGN(), false, false},
+		{"FGN affine generic", FGN(), false, true},
+		{"FGN mlp", FGN(), true, false},
+		{"SGN mlp", SGN(), true, false},
+		{"SGN affine", SGN(), false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newOptModel(p, tc.mlp, tc.generic)
+			before := m.flatParams()
+			opt := tc.opt.LearningRate(alpha).Damping(lambda).CGMaxIterations(60).CGTolerance(1e-14).Done()
+			m.step(t, opt, p, 1)
+			moved := sub(m.flatParams(), before)
+			for k := range moved {
+				moved[k] /= alpha
+			}
+			dn := runDense(t, p, tc.mlp)
+			curvature := dn.fgn
+			if !tc.opt.fgn {
+				curvature = dn.ggn
+			}
+			neg := make([]float64, dn.d)
+			for k := range neg {
+				neg[k] = -dn.grad[k]
+			}
+			check(t, "(w⁺−w)/α vs dense (H+λI)⁻¹(−g)", relErr(moved, denseSolve(t, curvature, dn.d, lambda, neg)), 1e-8)
+		})
+	}
+}
+
+// TestWarmStart checks that SGN's warm start changes only CG's initial guess: the first step
+// (zero state) is bit-identical to a cold start; the state then holds the previous direction; the
+// next warm step equals SGNDirection started from that state; run to convergence, warm and cold
+// steps agree.
+func TestWarmStart(t *testing.T) {
+	p := newProblem(22, 5, 3, 4, 3, 1)
+	const alpha = 0.5
+	cold, warm := newOptModel(p, true, false), newOptModel(p, true, false)
+	state := func() []any {
+		var out []any
+		for _, v := range warm.vars {
+			out = append(out, warm.store.GetVariable(path.Join("/SGNOptimizer", v.Scope(), v.Name()+"_warm_start")).MustValue())
+		}
+		return out
+	}
+	w0 := cold.flatParams()
+	cold.step(t, SGN().WarmStart(false).LearningRate(alpha).Done(), p, 1)
+	warm.step(t, SGN().LearningRate(alpha).Done(), p, 1)
+	if d := relErr(warm.flatParams(), cold.flatParams()); d != 0 {
+		t.Fatalf("first step: warm start from zero state differs from cold start (rel. diff %g), want bit-identical", d)
+	}
+	step1 := sub(warm.flatParams(), w0)
+	for k := range step1 {
+		step1[k] /= alpha
+	}
+	var flatState []float64
+	for _, s := range state() {
+		flatState = append(flatState, flat64(s.(*tensors.Tensor))...)
+	}
+	check(t, "warm-start state = previous direction", relErr(flatState, step1), 1e-13)
+
+	// A one-iteration warm step is SGNDirection started from the state.
+	oneIt := Config{Lambda: DefaultDamping, CG: CGSettings{MaxIter: 1, Tol: DefaultCGTolerance}}
+	inputs := append([]any{p.h, p.labels}, state()...)
+	for _, v := range warm.vars {
+		inputs = append(inputs, v.MustValue())
+	}
+	want := run(t, func(in []*Node) []*Node {
+		lin := mlpLin(append([]*Node{in[0], in[1]}, in[6:10]...))
+		return []*Node{flattenVec(SGNDirection(lin, in[1], Vec(in[2:6]), oneIt).D)}
+	}, inputs...)[0]
+	w1 := warm.flatParams()
+	warm.step(t, SGN().LearningRate(alpha).CGMaxIterations(1).Done(), p, 1)
+	moved := sub(warm.flatParams(), w1)
+	for k := range moved {
+		moved[k] /= alpha
+	}
+	check(t, "1-iteration warm step vs SGNDirection from the state", relErr(moved, want), 1e-12)
+
+	// Run to convergence from the same point: the warm and cold steps agree.
+	a, b := newOptModel(p, true, false), newOptModel(p, true, false)
+	exact := func(c *GNConfig) Optimizer { return c.CGMaxIterations(80).CGTolerance(1e-14).Done() }
+	a.step(t, exact(SGN()), p, 2)
+	b.step(t, exact(SGN()), p, 1)
+	b.step(t, exact(SGN().WarmStart(false)), p, 1)
+	check(t, "converged warm vs cold second step", relErr(a.flatParams(), b.flatParams()), 1e-10)
+
+	// FGN's optional warm start (the row-space solution u) obeys the same rule.
+	a, b = newOptModel(p, false, false), newOptModel(p, false, false)
+	a.step(t, exact(FGN().WarmStart(true)), p, 2)
+	b.step(t, exact(FGN()), p, 2)
+	check(t, "FGN converged warm vs cold two steps", relErr(a.flatParams(), b.flatParams()), 1e-10)
+	if u := a.store.GetVariable("/FGNOptimizer/row_solution"); u == nil || u.Shape().Dim(0) != p.b || maxAbs(flat64(u.MustValue())) == 0 {
+		t.Errorf("FGN warm-start state %v: want a non-zero vector of the batch size %d", u, p.b)
+	}
+}
+
+func TestOptimizerConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  *GNConfig
+		want string
+	}{
+		{FGN().LearningRate(0), "learning rate"},
+		{SGN().Damping(-1), "damping"},
+		{FGN().CGMaxIterations(0), "iteration cap"},
+		{SGN().CGTolerance(-1), "tolerance"},
+		{FGN().SaturationFloor(0.3), "saturation floor"},
+	} {
+		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate() = %v, want an error about %q", err, tc.want)
+		}
+	}
+	// A parameter that is not a variable's current value is a graph-building error.
+	store := model.NewStore()
+	w := store.RootScope().VariableWithValue("W", [][]float64{{1, 2}})
+	_, err := model.MustNewExec(testBackend, store, func(scope *model.Scope, h, labels *Node) *Node {
+		notVar := MulScalar(w.NodeValue(h.Graph()), 2)
+		head := NewAffineHead(h, notVar, Zeros(h.Graph(), tensors.FromValue([]float64{0, 0}).Shape()))
+		return FGN().Done().UpdateGraph(scope, head, labels).Loss
+	}).Call([][]float64{{1}}, []int32{0})
+	if err == nil || !strings.Contains(err.Error(), "is not the current value of a trainable variable") {
+		t.Errorf("non-variable parameter: error %v", err)
+	}
+}

@@ -1,0 +1,62 @@
+package train
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/fgn-paper/fgn/experiments/report"
+)
+
+// traceColumns are the CSV columns of a trace, in Point's field order.
+var traceColumns = []string{"step", "epoch", "opt_seconds", "train_loss", "eval_loss", "eval_accuracy",
+	"cg_iterations", "cg_residual", "mean_p_dagger", "mean_xi"}
+
+// Table returns the trace as a report table whose comments record the run's configuration.
+func (t *Trace) Table() *report.Table {
+	tab := report.NewTable(traceColumns...)
+	c := t.Config
+	tab.Comment("method", string(c.Method))
+	tab.Comment("model", c.Model.String())
+	tab.Comment("alpha", report.Format(t.Hyper.Alpha))
+	if c.Method != Adam {
+		tab.Comment("lambda", report.Format(t.Hyper.Lambda))
+		tab.Comment("cg_max_iterations", strconv.Itoa(t.Hyper.CGMaxIter))
+		tab.Comment("cg_tolerance", report.Format(t.Hyper.CGTol))
+	}
+	tab.Comment("classes", strconv.Itoa(t.Classes))
+	tab.Comment("batch_size", strconv.Itoa(c.BatchSize))
+	tab.Comment("epochs", strconv.Itoa(c.Epochs))
+	tab.Comment("eval_every", strconv.Itoa(c.EvalEvery))
+	tab.Comment("seed", strconv.FormatUint(c.Seed, 10))
+	tab.Comment("backend", t.Backend)
+	tab.Comment("written", time.Now().UTC().Format(time.RFC3339))
+	tab.Comment("opt_seconds", "synchronised optimisation time only (no compilation, evaluation, logging or I/O)")
+	for _, p := range t.Points {
+		tab.Add(p.Step, p.Epoch, p.OptSeconds, p.TrainLoss, p.EvalLoss, p.EvalAccuracy,
+			p.CGIterations, p.CGResidual, p.MeanPDagger, p.MeanXi)
+	}
+	return tab
+}
+
+// PointsFromTable parses the points of a trace table written by Trace.Table.
+func PointsFromTable(tab *report.Table) ([]Point, error) {
+	cols := make([][]float64, len(traceColumns))
+	for k, name := range traceColumns {
+		var err error
+		if cols[k], err = tab.Floats(name); err != nil {
+			return nil, err
+		}
+	}
+	points := make([]Point, len(tab.Rows))
+	for i := range points {
+		step := cols[0][i]
+		if step != float64(int(step)) {
+			return nil, fmt.Errorf("trace row %d: step %v is not an integer", i, step)
+		}
+		points[i] = Point{Step: int(step), Epoch: cols[1][i], OptSeconds: cols[2][i], TrainLoss: cols[3][i],
+			EvalLoss: cols[4][i], EvalAccuracy: cols[5][i], CGIterations: cols[6][i], CGResidual: cols[7][i],
+			MeanPDagger: cols[8][i], MeanXi: cols[9][i]}
+	}
+	return points, nil
+}

@@ -1,0 +1,395 @@
+// Package train is the one training loop of the experiments: Adam, SGN or FGN on a classifier
+// over fixed features, with the paper's protocol (app. F.2) — static batches from a one-time
+// per-seed shuffle, the last batch padded by wrap-around, no reshuffle, periodic evaluation on
+// a held-out split — and a wall clock that counts only synchronised optimisation time.
+//
+// Compilation happens once, before the clock starts; every step reuses the compiled graph,
+// and each step's outputs are read back to the host (which synchronises the device) inside the
+// timed region. Evaluation, logging and I/O are outside it.
+package train
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+	"github.com/gomlx/gomlx/support/exceptions"
+
+	"github.com/fgn-paper/fgn/features"
+	"github.com/fgn-paper/fgn/fgn"
+	"github.com/fgn-paper/fgn/fgn/backend"
+)
+
+// Method names an optimizer.
+type Method string
+
+const (
+	// Adam is GoMLX's Adam (optimizer.Adam), the first-order baseline.
+	Adam Method = "adam"
+	// SGN is the full softmax-GGN baseline (fgn.SGN): parameter-space CG, warm-started.
+	SGN Method = "sgn"
+	// FGN is fgn.FGN: the closed-form affine row Gram (app. F.2) for an affine head, with the
+	// feature Gram h hᵀ + 1 of each static batch computed once; JVP/VJP closures for other models.
+	FGN Method = "fgn"
+	// FGNGeneric is fgn.FGN through the generic JVP/VJP closures for every model (Algorithm 1),
+	// as timed in the paper's Figure 1(a).
+	FGNGeneric Method = "fgn-generic"
+)
+
+// Methods lists the methods in the order the experiments report them.
+var Methods = []Method{Adam, SGN, FGN, FGNGeneric}
+
+// ParseMethod returns the Method named s, or an error listing the valid names.
+func ParseMethod(s string) (Method, error) {
+	for _, m := range Methods {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	names := make([]string, len(Methods))
+	for i, m := range Methods {
+		names[i] = string(m)
+	}
+	return "", fmt.Errorf("unknown method %q (want one of %s)", s, strings.Join(names, ", "))
+}
+
+// Hyper holds an optimizer's hyper-parameters; zero fields take the paper's defaults (sec. 5,
+// app. F.2): α = 3·10⁻⁴ for Adam and 0.1 for SGN/FGN, λ = 1, CG at most 5 iterations with
+// tolerance 10⁻⁵. Adam uses only Alpha.
+type Hyper struct {
+	Alpha, Lambda float64
+	CGMaxIter     int
+	CGTol         float64
+}
+
+// WithDefaults returns h with zero fields replaced by the method's defaults.
+func (h Hyper) WithDefaults(m Method) Hyper {
+	if h.Alpha == 0 {
+		h.Alpha = fgn.DefaultLearningRate
+		if m == Adam {
+			h.Alpha = 3e-4
+		}
+	}
+	if h.Lambda == 0 {
+		h.Lambda = fgn.DefaultDamping
+	}
+	if h.CGMaxIter == 0 {
+		h.CGMaxIter = fgn.DefaultCGMaxIterations
+	}
+	if h.CGTol == 0 {
+		h.CGTol = fgn.DefaultCGTolerance
+	}
+	return h
+}
+
+// Config configures one training run.
+type Config struct {
+	Method Method
+	Hyper  Hyper
+	Model  Model
+	// Classes is the number of classes C; 0 infers it from the largest label of both splits.
+	Classes int
+	// BatchSize, Epochs: the run takes Epochs·⌈N/BatchSize⌉ steps.
+	BatchSize, Epochs int
+	// EvalEvery is the number of steps between evaluations; there is one at step 0 and one
+	// after the last step.
+	EvalEvery int
+	// Seed sets the model initialisation and the one-time shuffle.
+	Seed uint64
+	// Progress, when set, is called after every step with the number of steps done and the total.
+	Progress func(done, total int)
+
+	// beforeEval, when set, runs before each evaluation (tests make evaluation slow with it).
+	beforeEval func()
+}
+
+// Point is one evaluation of a run.
+type Point struct {
+	Step  int
+	Epoch float64
+	// OptSeconds is the synchronised optimisation time spent in steps 1..Step (plus, for FGN on
+	// an affine head, the one-time feature Gram precomputation).
+	OptSeconds float64
+	// TrainLoss is the mean cross-entropy over the whole training split; EvalLoss and
+	// EvalAccuracy are over the held-out split.
+	TrainLoss, EvalLoss, EvalAccuracy float64
+	// CGIterations is the mean number of CG iterations over the steps since the previous point
+	// (0 for Adam); CGResidual, MeanPDagger and MeanXi are those of the last step's batch.
+	CGIterations, CGResidual, MeanPDagger, MeanXi float64
+}
+
+// Trace is the result of a run.
+type Trace struct {
+	Config  Config
+	Hyper   Hyper  // with defaults filled in
+	Backend string // backend and device (backend.Describe)
+	Classes int
+	Points  []Point
+}
+
+func (c Config) validate(trainSet, evalSet *features.Set) (classes int, err error) {
+	if _, err := ParseMethod(string(c.Method)); err != nil {
+		return 0, err
+	}
+	h := c.Hyper.WithDefaults(c.Method)
+	switch {
+	case !(h.Alpha > 0) || math.IsInf(h.Alpha, 0):
+		return 0, fmt.Errorf("step size α must be finite and > 0, got %g", h.Alpha)
+	case !(h.Lambda > 0) || math.IsInf(h.Lambda, 0):
+		return 0, fmt.Errorf("damping λ must be finite and > 0, got %g", h.Lambda)
+	case h.CGMaxIter < 1:
+		return 0, fmt.Errorf("CG iteration cap must be ≥ 1, got %d", h.CGMaxIter)
+	case !(h.CGTol > 0):
+		return 0, fmt.Errorf("CG tolerance must be > 0, got %g", h.CGTol)
+	case c.Model.Hidden < 0:
+		return 0, fmt.Errorf("hidden width must be ≥ 0, got %d", c.Model.Hidden)
+	case c.Epochs < 1:
+		return 0, fmt.Errorf("epochs must be ≥ 1, got %d", c.Epochs)
+	case c.EvalEvery < 1:
+		return 0, fmt.Errorf("evaluation interval must be ≥ 1 step, got %d", c.EvalEvery)
+	case trainSet == nil || evalSet == nil:
+		return 0, fmt.Errorf("a training and an evaluation split are required")
+	case trainSet.D != evalSet.D:
+		return 0, fmt.Errorf("training features have dimension %d, evaluation features %d", trainSet.D, evalSet.D)
+	}
+	classes = c.Classes
+	if classes == 0 {
+		classes = max(trainSet.Classes(), evalSet.Classes(), 2)
+	}
+	if classes < 2 {
+		return 0, fmt.Errorf("need at least 2 classes, got %d", classes)
+	}
+	if err := trainSet.Validate("training split", classes); err != nil {
+		return 0, err
+	}
+	if err := evalSet.Validate("evaluation split", classes); err != nil {
+		return 0, err
+	}
+	if _, err := StaticBatches(trainSet.N, c.BatchSize, c.Seed); err != nil {
+		return 0, err
+	}
+	return classes, nil
+}
+
+// Run trains a freshly initialised model on trainSet and evaluates it on evalSet, on backend be.
+// Errors in the configuration or the data are returned before any computation.
+func Run(be compute.Backend, cfg Config, trainSet, evalSet *features.Set) (*Trace, error) {
+	classes, err := cfg.validate(trainSet, evalSet)
+	if err != nil {
+		return nil, err
+	}
+	var trace *Trace
+	err = exceptions.TryCatch[error](func() { trace, err = run(be, cfg, classes, trainSet, evalSet) })
+	if err != nil {
+		return nil, err
+	}
+	return trace, nil
+}
+
+// run is Run after validation; GoMLX graph-building errors surface as panics, caught by Run.
+func run(be compute.Backend, cfg Config, classes int, trainSet, evalSet *features.Set) (*Trace, error) {
+	h := cfg.Hyper.WithDefaults(cfg.Method)
+	batches, _ := StaticBatches(trainSet.N, cfg.BatchSize, cfg.Seed)
+	store := model.NewStore()
+	vars := cfg.Model.initialize(store.RootScope().In("model"), trainSet.D, classes, cfg.Seed)
+
+	xs, ys := make([]*tensors.Tensor, len(batches)), make([]*tensors.Tensor, len(batches))
+	for k, idx := range batches {
+		xs[k], ys[k] = gather(trainSet, idx)
+	}
+	cachedGram := cfg.Method == FGN && cfg.Model.Hidden == 0
+	step, err := newStep(be, store, vars, cfg.Model, cfg.Method, h, cachedGram)
+	if err != nil {
+		return nil, err
+	}
+	stepInputs := func(k int) []any { return []any{xs[k], ys[k]} }
+	inputShapes := []shapes.Shape{xs[0].Shape(), ys[0].Shape()}
+	var optSeconds float64
+	if cachedGram {
+		grams, seconds, err := featureGrams(be, xs)
+		if err != nil {
+			return nil, err
+		}
+		optSeconds += seconds
+		stepInputs = func(k int) []any { return []any{xs[k], ys[k], grams[k]} }
+		inputShapes = append(inputShapes, grams[0].Shape())
+	}
+	if _, err := step.Compile(inputShapes...); err != nil {
+		return nil, fmt.Errorf("compiling the %s step: %w", cfg.Method, err)
+	}
+	eval := newEvaluator(be, store, vars, cfg.Model, trainSet, evalSet)
+
+	trace := &Trace{Config: cfg, Hyper: h, Backend: backend.Describe(be), Classes: classes}
+	record := func(stepNum int, its float64, last []float64) error {
+		if cfg.beforeEval != nil {
+			cfg.beforeEval()
+		}
+		p := Point{Step: stepNum, Epoch: float64(stepNum) / float64(len(batches)), OptSeconds: optSeconds,
+			CGIterations: its, CGResidual: math.NaN(), MeanPDagger: math.NaN(), MeanXi: math.NaN()}
+		if last != nil {
+			p.CGResidual, p.MeanPDagger, p.MeanXi = last[2], last[3], last[4]
+		}
+		var err error
+		if p.TrainLoss, p.EvalLoss, p.EvalAccuracy, err = eval.evaluate(); err != nil {
+			return err
+		}
+		trace.Points = append(trace.Points, p)
+		return nil
+	}
+	if err := record(0, 0, nil); err != nil {
+		return nil, err
+	}
+	total := cfg.Epochs * len(batches)
+	var itsSum float64
+	var itsCount int
+	for s := 1; s <= total; s++ {
+		start := time.Now()
+		outs, err := step.Call(stepInputs((s - 1) % len(batches))...)
+		if err != nil {
+			return nil, fmt.Errorf("step %d: %w", s, err)
+		}
+		stats := scalars(outs) // reading the outputs synchronises the device
+		optSeconds += time.Since(start).Seconds()
+		if math.IsNaN(stats[0]) || math.IsInf(stats[0], 0) {
+			return nil, fmt.Errorf("step %d: the batch loss is %v (diverged; try a smaller step size)", s, stats[0])
+		}
+		itsSum += stats[1]
+		itsCount++
+		if s%cfg.EvalEvery == 0 || s == total {
+			if err := record(s, itsSum/float64(itsCount), stats); err != nil {
+				return nil, err
+			}
+			itsSum, itsCount = 0, 0
+		}
+		if cfg.Progress != nil {
+			cfg.Progress(s, total)
+		}
+	}
+	return trace, nil
+}
+
+// newStep compiles (lazily) one optimisation step: inputs x, y[, feature Gram]; outputs the
+// batch loss, CG iterations, CG residual, mean p_† and mean ξ.
+func newStep(be compute.Backend, store *model.Store, vars []*model.Variable, m Model, method Method, h Hyper,
+	cachedGram bool) (*model.Exec, error) {
+	var gn fgn.Optimizer
+	var adam optimizer.Interface
+	switch method {
+	case Adam:
+		adam = optimizer.Adam().LearningRate(h.Alpha).Done()
+	case SGN:
+		gn = fgn.SGN().LearningRate(h.Alpha).Damping(h.Lambda).CGMaxIterations(h.CGMaxIter).CGTolerance(h.CGTol).Done()
+	default:
+		gn = fgn.FGN().LearningRate(h.Alpha).Damping(h.Lambda).CGMaxIterations(h.CGMaxIter).CGTolerance(h.CGTol).Done()
+	}
+	return model.NewExec(be, store, func(scope *model.Scope, in []*Node) []*Node {
+		lin := m.linearize(vars, in[0], method == FGNGeneric)
+		if cachedGram {
+			lin.(*fgn.AffineHead).FeatureGram = in[2]
+		}
+		if adam != nil {
+			margin := fgn.NewMargin(lin.Logits(), in[1])
+			loss := ReduceAllMean(margin.Loss)
+			adam.UpdateGraph(scope, in[0].Graph(), loss)
+			zero := ScalarZero(in[0].Graph(), loss.DType())
+			return []*Node{loss, zero, zero, ReduceAllMean(margin.PDagger), ReduceAllMean(margin.Xi)}
+		}
+		dir := gn.UpdateGraph(scope, lin, in[1])
+		return []*Node{dir.Loss, ConvertDType(dir.Iterations, dir.Loss.DType()), dir.Residual, dir.MeanPDagger, dir.MeanXi}
+	})
+}
+
+// featureGrams computes h hᵀ + 1 for every static batch once, returning the time it took.
+func featureGrams(be compute.Backend, xs []*tensors.Tensor) ([]*tensors.Tensor, float64, error) {
+	exec, err := NewExec(be, fgn.FeatureGram)
+	if err != nil {
+		return nil, 0, err
+	}
+	if _, err := exec.Compile(xs[0].Shape()); err != nil {
+		return nil, 0, err
+	}
+	grams := make([]*tensors.Tensor, len(xs))
+	start := time.Now()
+	for k, x := range xs {
+		out, err := exec.Call(x)
+		if err != nil {
+			return nil, 0, err
+		}
+		grams[k] = out[0]
+	}
+	_ = grams[len(grams)-1].Value() // reading the last result synchronises the device
+	return grams, time.Since(start).Seconds(), nil
+}
+
+// evaluator computes the mean cross-entropy on both splits and the accuracy on the held-out one.
+type evaluator struct {
+	exec         *model.Exec
+	trainX, evlX *tensors.Tensor
+	trainY, evlY *tensors.Tensor
+}
+
+func newEvaluator(be compute.Backend, store *model.Store, vars []*model.Variable, m Model,
+	trainSet, evalSet *features.Set) *evaluator {
+	e := &evaluator{}
+	e.trainX, e.trainY = gather(trainSet, nil)
+	e.evlX, e.evlY = gather(evalSet, nil)
+	e.exec = model.MustNewExec(be, store, func(scope *model.Scope, x, y *Node) (*Node, *Node) {
+		logits := m.linearize(vars, x, true).Logits()
+		loss := ReduceAllMean(fgn.NewMargin(logits, y).Loss)
+		correct := ConvertDType(Equal(ConvertDType(ArgMax(logits, -1), dtypes.Int32), y), loss.DType())
+		return loss, ReduceAllMean(correct)
+	})
+	return e
+}
+
+func (e *evaluator) evaluate() (trainLoss, evalLoss, evalAcc float64, err error) {
+	out, err := e.exec.Call(e.trainX, e.trainY)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("evaluating on the training split: %w", err)
+	}
+	trainLoss = scalars(out)[0]
+	if out, err = e.exec.Call(e.evlX, e.evlY); err != nil {
+		return 0, 0, 0, fmt.Errorf("evaluating on the held-out split: %w", err)
+	}
+	v := scalars(out)
+	return trainLoss, v[0], v[1], nil
+}
+
+// gather returns the features and labels of the given examples (all when idx is nil) as
+// float32 and int32 tensors.
+func gather(s *features.Set, idx []int) (x, y *tensors.Tensor) {
+	if idx == nil {
+		return tensors.FromFlatDataAndDimensions(s.X, s.N, s.D), tensors.FromFlatDataAndDimensions(s.Y, s.N)
+	}
+	xd, yd := make([]float32, 0, len(idx)*s.D), make([]int32, len(idx))
+	for j, i := range idx {
+		xd = append(xd, s.Example(i)...)
+		yd[j] = s.Y[i]
+	}
+	return tensors.FromFlatDataAndDimensions(xd, len(idx), s.D), tensors.FromFlatDataAndDimensions(yd, len(idx))
+}
+
+// scalars reads scalar float outputs to the host and frees them.
+func scalars(outs []*tensors.Tensor) []float64 {
+	v := make([]float64, len(outs))
+	for i, t := range outs {
+		switch x := t.Value().(type) {
+		case float32:
+			v[i] = float64(x)
+		case float64:
+			v[i] = x
+		default:
+			exceptions.Panicf("train: unexpected output %s", t.Shape())
+		}
+		_ = t.FinalizeAll()
+	}
+	return v
+}

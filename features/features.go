@@ -11,6 +11,7 @@ package features
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 )
 
@@ -163,4 +164,46 @@ func Standardize(ref *Set, others ...*Set) (mean, std []float64, err error) {
 		}
 	}
 	return mean, std, nil
+}
+
+// StratifiedSplit carves a held-out part from s: within every class, a seeded shuffle puts
+// round(fraction·n_c) of its n_c examples into held (at least one when n_c ≥ 2, and never all
+// of them), the rest into kept. Example order within each part follows s.
+func StratifiedSplit(s *Set, fraction float64, seed uint64) (kept, held *Set, err error) {
+	if !(fraction > 0 && fraction < 1) {
+		return nil, nil, fmt.Errorf("held-out fraction must be in (0, 1), got %g", fraction)
+	}
+	byClass := map[int32][]int{}
+	for i, y := range s.Y {
+		byClass[y] = append(byClass[y], i)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x57a7))
+	isHeld := make([]bool, s.N)
+	for c := range int32(s.Classes()) {
+		idx := byClass[c]
+		k := int(math.Round(fraction * float64(len(idx))))
+		if len(idx) >= 2 {
+			k = min(max(k, 1), len(idx)-1)
+		} else {
+			k = 0
+		}
+		rng.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
+		for _, i := range idx[:k] {
+			isHeld[i] = true
+		}
+	}
+	kept, held = &Set{D: s.D}, &Set{D: s.D}
+	for i := range s.N {
+		dst := kept
+		if isHeld[i] {
+			dst = held
+		}
+		dst.X = append(dst.X, s.Example(i)...)
+		dst.Y = append(dst.Y, s.Y[i])
+		dst.N++
+	}
+	if held.N == 0 || kept.N == 0 {
+		return nil, nil, fmt.Errorf("a held-out fraction of %g of %d examples leaves one part empty", fraction, s.N)
+	}
+	return kept, held, nil
 }

@@ -147,3 +147,39 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+func TestStratifiedSplit(t *testing.T) {
+	s := &Set{D: 1}
+	for i := range 30 {
+		s.X = append(s.X, float32(i))
+		s.Y = append(s.Y, int32(i%3)) // 10 per class
+		s.N++
+	}
+	kept, held, err := StratifiedSplit(s, 0.2, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(x *Set) [3]int {
+		var c [3]int
+		for _, y := range x.Y {
+			c[y]++
+		}
+		return c
+	}
+	if got := count(held); got != [3]int{2, 2, 2} {
+		t.Errorf("held-out class counts %v, want [2 2 2]", got)
+	}
+	if kept.N+held.N != s.N {
+		t.Errorf("split sizes %d + %d ≠ %d", kept.N, held.N, s.N)
+	}
+	seen := map[float32]bool{}
+	for _, x := range append(append([]float32(nil), kept.X...), held.X...) {
+		if seen[x] {
+			t.Errorf("example %v in both parts", x)
+		}
+		seen[x] = true
+	}
+	if _, _, err := StratifiedSplit(s, 1, 5); err == nil || !strings.Contains(err.Error(), "fraction must be in (0, 1)") {
+		t.Errorf("fraction 1: error %v", err)
+	}
+}

@@ -2,8 +2,8 @@
 //
 // Subcommands:
 //
-//	fgn demo    train an affine softmax head on a synthetic Gaussian mixture with FGN, SGN and
-//	            plain gradient steps, and print the loss and CG statistics of every step
+//	fgn train   train Adam, SGN and/or FGN on features (.npy files, a feature cache, or a
+//	            synthetic Gaussian mixture) and write the trace CSVs
 //
 // The backend is chosen by GOMLX_BACKEND (default: the pure-Go backend); see package
 // github.com/fgn-paper/fgn/fgn/backend.
@@ -29,8 +29,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	switch args[0] {
-	case "demo":
-		return runDemo(args[1:], stdout, stderr)
+	case "train":
+		return runTrain(args[1:], stdout, stderr)
 	default:
 		usage(stderr)
 		return fmt.Errorf("unknown subcommand %q", args[0])
@@ -41,7 +41,7 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: fgn <subcommand> [flags]
 
 subcommands:
-  demo   FGN, SGN and gradient steps on a synthetic Gaussian mixture (fgn demo --help)
+  train  train Adam, SGN and/or FGN on features and write trace CSVs (fgn train --help)
 
 GOMLX_BACKEND selects the backend: "go" (default), "xla:cuda", or "xla:/abs/path/pjrt_plugin.so".
 `)

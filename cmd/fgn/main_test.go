@@ -2,37 +2,88 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fgn-paper/fgn/experiments/report"
+	"github.com/fgn-paper/fgn/experiments/train"
 )
 
 func TestRunErrors(t *testing.T) {
+	dir := t.TempDir()
+	good, err := train.GaussianMixture(1, 0, 20, 3, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gx, gy := filepath.Join(dir, "x.npy"), filepath.Join(dir, "y.npy")
+	if err := good.Save(gx, gy); err != nil {
+		t.Fatal(err)
+	}
+	// Features whose last value is a NaN (float32 bits 0x7fc00000, little-endian).
+	bx, by := filepath.Join(dir, "bad_x.npy"), gy
+	raw := mustRead(t, gx)
+	copy(raw[len(raw)-4:], []byte{0, 0, 0xc0, 0x7f})
+	if err := os.WriteFile(bx, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"nope"}, "unknown subcommand"},
-		{[]string{"demo", "--classes", "1"}, "--classes must be ≥ 2"},
-		{[]string{"demo", "--alpha", "0"}, "--alpha must be > 0"},
-		{[]string{"demo", "--lambda", "-1", "--steps", "1"}, "damping"},
-		{[]string{"demo", "--bogus"}, "flag provided but not defined"},
+		{[]string{"train", "--bogus"}, "flag provided but not defined"},
+		{[]string{"train", "--method", "newton"}, `unknown method "newton"`},
+		{[]string{"train", "--train-features", filepath.Join(dir, "missing.npy"), "--train-labels", gy}, "no such file"},
+		{[]string{"train", "--train-features", gy, "--train-labels", gy}, "features must be float32 or float64"},
+		{[]string{"train", "--train-features", gx, "--train-labels", gy, "--classes", "2"}, "outside [0, 2)"},
+		{[]string{"train", "--train-features", bx, "--train-labels", by}, "must be finite"},
+		{[]string{"train", "--train-features", gx, "--train-labels", gy, "--batch", "100"}, "batch size 100 is larger than"},
+		{[]string{"train", "--train-features", gx}, "go together"},
+		{[]string{"train", "--classes", "1"}, "at least 2 classes"},
+		{[]string{"train", "--alpha", "-1", "--examples", "64", "--dim", "2", "--batch", "8"}, "step size α"},
+		{[]string{"train", "--backend", "tpu"}, `unknown backend "tpu"`},
 	} {
-		var out, errOut bytes.Buffer
-		err := run(tc.args, &out, &errOut)
+		var stdout, stderr bytes.Buffer
+		err := run(append(tc.args, "--out", out), &stdout, &stderr)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("run(%q) error = %v, want one containing %q", tc.args, err, tc.want)
 		}
 	}
+	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
+		t.Errorf("failed runs left %d files in %s", len(entries), out)
+	}
 }
 
-func TestDemoRuns(t *testing.T) {
-	var out, errOut bytes.Buffer
-	if err := run([]string{"demo", "--steps", "2", "--examples", "32", "--dim", "4", "--classes", "3"}, &out, &errOut); err != nil {
-		t.Fatalf("demo: %v\n%s", err, errOut.String())
+func TestTrainWritesTraces(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{"train", "--examples", "96", "--dim", "4", "--classes", "3", "--batch", "32", "--epochs", "2",
+		"--eval-every", "2", "--method", "adam,fgn", "--out", out, "--quiet"}
+	if err := run(args, &stdout, &stderr); err != nil {
+		t.Fatalf("train: %v\n%s", err, stderr.String())
 	}
-	for _, want := range []string{"FGN (closed form)", "SGN", "gradient", "backend:"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("demo output lacks %q:\n%s", want, out.String())
+	for _, m := range []string{"adam", "fgn"} {
+		tab, err := report.Read(filepath.Join(out, m+"_seed1.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := tab.Lookup("method"); got != m || len(tab.Rows) != 4 { // steps 0, 2, 4, 6
+			t.Errorf("%s trace: method %q, %d rows; want %q and 4 rows", m, got, len(tab.Rows), m)
+		}
+		if !strings.Contains(stdout.String(), m) {
+			t.Errorf("summary lacks %s:\n%s", m, stdout.String())
 		}
 	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

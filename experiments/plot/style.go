@@ -115,14 +115,13 @@ func (m Method) Style() Style {
 	return Series(0)
 }
 
-// seriesStyles are the styles for series that are not methods, in order.
+// seriesStyles are the styles for series that are not methods, in order; the first three use
+// colours no method uses.
 var seriesStyles = []Style{
-	{Color: blue},
-	{Color: vermillion, Dashes: []vg.Length{vg.Points(4), vg.Points(2)}},
+	{Color: bluishGreen},
+	{Color: orange, Dashes: []vg.Length{vg.Points(4), vg.Points(2)}},
+	{Color: skyBlue, Dashes: []vg.Length{vg.Points(6), vg.Points(2), vg.Points(1), vg.Points(2)}},
 	{Color: black, Dashes: []vg.Length{vg.Points(1), vg.Points(2)}},
-	{Color: bluishGreen, Dashes: []vg.Length{vg.Points(6), vg.Points(2), vg.Points(1), vg.Points(2)}},
-	{Color: orange},
-	{Color: skyBlue, Dashes: []vg.Length{vg.Points(4), vg.Points(2)}},
 }
 
 // Series returns the i-th style for series that are not methods (cycling).

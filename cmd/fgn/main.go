@@ -4,6 +4,8 @@
 //
 //	fgn train   train Adam, SGN and/or FGN on features (.npy files, a feature cache, or a
 //	            synthetic Gaussian mixture) and write the trace CSVs
+//	fgn figure  regenerate a figure of the paper (mechanism: Figure 1) as CSV files and
+//	            SVG/PNG/PDF
 //
 // The backend is chosen by GOMLX_BACKEND (default: the pure-Go backend); see package
 // github.com/fgn-paper/fgn/fgn/backend.
@@ -31,6 +33,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "train":
 		return runTrain(args[1:], stdout, stderr)
+	case "figure":
+		return runFigure(args[1:], stdout, stderr)
 	default:
 		usage(stderr)
 		return fmt.Errorf("unknown subcommand %q", args[0])
@@ -41,7 +45,8 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: fgn <subcommand> [flags]
 
 subcommands:
-  train  train Adam, SGN and/or FGN on features and write trace CSVs (fgn train --help)
+  train    train Adam, SGN and/or FGN on features and write trace CSVs (fgn train --help)
+  figure   regenerate a figure: fgn figure mechanism --profile quick|full|smoke (Figure 1)
 
 GOMLX_BACKEND selects the backend: "go" (default), "xla:cuda", or "xla:/abs/path/pjrt_plugin.so".
 `)

@@ -1,0 +1,351 @@
+package mechanism
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/fgn-paper/fgn/experiments/plot"
+	"github.com/fgn-paper/fgn/experiments/report"
+	"github.com/fgn-paper/fgn/fgn"
+)
+
+// StepTimeConfig configures panel (a): steady-state optimiser steps of a linear softmax head
+// z = W ᵀx + b on fixed Gaussian features (appendix G.1).
+type StepTimeConfig struct {
+	// Profile names the configuration in the CSV provenance.
+	Profile string
+	// Dim is the feature dimension d, Batch the batch size b, Examples the number of synthetic
+	// examples (a multiple of Batch). Steps cycle over the Examples/Batch static batches.
+	Dim, Batch, Examples int
+	// Classes are the numbers of classes C swept.
+	Classes []int
+	// Warmup and Steps are the untimed and timed steps per (C, method). Points with
+	// C ≥ LargeC (when LargeC > 0) use LargeWarmup and LargeSteps instead.
+	Warmup, Steps                   int
+	LargeC, LargeWarmup, LargeSteps int
+	// Methods are the methods timed, in order.
+	Methods []plot.Method
+	// Lambda is the damping λ and CGIters the CG budget of SGN and FGN (paper: 1 and 5).
+	Lambda  float64
+	CGIters int
+	// AdamLR is Adam's learning rate; StepSize scales the SGN and FGN directions.
+	AdamLR, StepSize float64
+	// Seed seeds the features and labels.
+	Seed uint64
+}
+
+var paperClasses = []int{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096}
+
+// StepTimeProfiles are the configurations of panel (a):
+//
+//   - full: the paper's protocol, 128 warm-up and 640 timed steps at every C (meant for a GPU);
+//   - quick: 3 warm-up and 12 timed steps for C < 1024, 2 and 6 for C ≥ 1024, so the whole
+//     sweep fits in 15 minutes on 2 CPU cores with the pure-Go backend (SIMD build);
+//   - smoke: C ∈ {2, 16, 128, 1024}, 4096 examples, 1 warm-up and 3 timed steps (well under a
+//     minute on 2 cores; for CI).
+//
+// All use d = 2048, b = 512, λ = 1 and a CG budget of 5.
+var StepTimeProfiles = map[string]StepTimeConfig{
+	"full": {Profile: "full", Dim: 2048, Batch: 512, Examples: 32768, Classes: paperClasses,
+		Warmup: 128, Steps: 640},
+	"quick": {Profile: "quick", Dim: 2048, Batch: 512, Examples: 32768, Classes: paperClasses,
+		Warmup: 3, Steps: 12, LargeC: 1024, LargeWarmup: 2, LargeSteps: 6},
+	"smoke": {Profile: "smoke", Dim: 2048, Batch: 512, Examples: 4096, Classes: []int{2, 16, 128, 1024},
+		Warmup: 1, Steps: 3},
+}
+
+func init() {
+	for name, c := range StepTimeProfiles {
+		c.Methods = plot.Methods()
+		c.Lambda, c.CGIters = 1, 5
+		c.AdamLR, c.StepSize = 1e-3, 1
+		c.Seed = 1
+		StepTimeProfiles[name] = c
+	}
+}
+
+// StepTimeProfile returns the named profile (full, quick or smoke).
+func StepTimeProfile(name string) (StepTimeConfig, error) {
+	c, ok := StepTimeProfiles[name]
+	if !ok {
+		return StepTimeConfig{}, fmt.Errorf("mechanism: unknown profile %q (want full, quick or smoke)", name)
+	}
+	c.Classes = slices.Clone(c.Classes)
+	c.Methods = slices.Clone(c.Methods)
+	return c, nil
+}
+
+// stepsAt returns the warm-up and timed steps at C classes.
+func (c StepTimeConfig) stepsAt(numClasses int) (warmup, steps int) {
+	if c.LargeC > 0 && numClasses >= c.LargeC {
+		return c.LargeWarmup, c.LargeSteps
+	}
+	return c.Warmup, c.Steps
+}
+
+func (c StepTimeConfig) validate() error {
+	switch {
+	case c.Dim < 1 || c.Batch < 1 || c.Examples < c.Batch || c.Examples%c.Batch != 0:
+		return fmt.Errorf("mechanism: need d ≥ 1, b ≥ 1 and a positive multiple of b examples; got d=%d b=%d examples=%d",
+			c.Dim, c.Batch, c.Examples)
+	case len(c.Classes) == 0 || len(c.Methods) == 0:
+		return fmt.Errorf("mechanism: step time needs classes and methods")
+	case c.Warmup < 0 || c.Steps < 1 || (c.LargeC > 0 && (c.LargeWarmup < 0 || c.LargeSteps < 1)):
+		return fmt.Errorf("mechanism: need ≥ 0 warm-up and ≥ 1 timed steps per point")
+	case !(c.Lambda > 0) || c.CGIters < 1:
+		return fmt.Errorf("mechanism: need λ > 0 and a CG budget ≥ 1, got λ=%g, %d", c.Lambda, c.CGIters)
+	case !(c.AdamLR > 0) || !(c.StepSize > 0):
+		return fmt.Errorf("mechanism: learning rate and step size must be > 0")
+	}
+	for _, n := range c.Classes {
+		if n < 2 {
+			return fmt.Errorf("mechanism: C must be ≥ 2, got %d", n)
+		}
+	}
+	for _, m := range c.Methods {
+		if _, err := plot.ParseMethod(m.Key()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StepTimeColumns are the columns of the panel (a) table: one row per (C, method) with the
+// warm-up and timed step counts, the median, quartiles and extremes of the timed step
+// durations in milliseconds, and the batch loss returned by the last step (a sanity check that
+// the steps did not diverge).
+var StepTimeColumns = []string{"classes", "method", "warmup", "steps", "median_ms", "q1_ms", "q3_ms", "min_ms", "max_ms", "last_loss"}
+
+// stepFunc builds one optimiser step into a compiled graph: it reads the head's parameters from
+// their variables, stores their updated values with SetNodeValue, and returns the batch loss.
+// There is one per method (adamStep, sgnStep, fgnStep, fgnClosedFormStep); each is the only
+// place that method's update is assembled.
+type stepFunc func(scope *model.Scope, h, labels *Node, w, bias *model.Variable) *Node
+
+func headOf(h *Node, w, bias *model.Variable) *fgn.AffineHead {
+	return fgn.NewAffineHead(h, w.NodeValue(h.Graph()), bias.NodeValue(h.Graph()))
+}
+
+// adamStep is GoMLX's optimizer.Adam on the mean cross-entropy.
+func adamStep(lr float64) stepFunc {
+	adam := optimizer.Adam().LearningRate(lr).Done()
+	return func(scope *model.Scope, h, labels *Node, w, bias *model.Variable) *Node {
+		loss := ReduceAllMean(fgn.NewMargin(headOf(h, w, bias).Logits(), labels).Loss)
+		adam.UpdateGraph(scope, h.Graph(), loss)
+		return loss
+	}
+}
+
+// secondOrderStep applies w ← w + α d for the direction built by direction.
+func secondOrderStep(alpha float64, direction func(head *fgn.AffineHead, labels *Node) *fgn.Direction) stepFunc {
+	return func(_ *model.Scope, h, labels *Node, w, bias *model.Variable) *Node {
+		head := headOf(h, w, bias)
+		dir := direction(head, labels)
+		a := Scalar(h.Graph(), head.W.DType(), alpha)
+		w.SetNodeValue(Add(head.W, Mul(a, dir.D[0])))
+		bias.SetNodeValue(Add(head.Bias, Mul(a, dir.D[1])))
+		return dir.Loss
+	}
+}
+
+// sgnStep is the damped full-softmax-GGN direction by parameter-space CG (fgn.SGNDirection),
+// cold-started at every step.
+func sgnStep(alpha float64, cfg fgn.Config) stepFunc {
+	return secondOrderStep(alpha, func(head *fgn.AffineHead, labels *Node) *fgn.Direction {
+		return fgn.SGNDirection(head, labels, nil, cfg)
+	})
+}
+
+// fgnStep is FGN as timed in the paper: row-space CG through the generic autodiff JVP/VJP
+// closures of fgn.Linearize.
+func fgnStep(alpha float64, cfg fgn.Config) stepFunc {
+	return secondOrderStep(alpha, func(head *fgn.AffineHead, labels *Node) *fgn.Direction {
+		return fgn.FGNDirection(fgn.Linearize(head.Logits(), head.Params()), labels, nil, cfg)
+	})
+}
+
+// fgnClosedFormStep is FGN with the closed-form affine row Gram (appendix F.2); the feature Gram
+// h hᵀ + 1 is recomputed at every step.
+func fgnClosedFormStep(alpha float64, cfg fgn.Config) stepFunc {
+	return secondOrderStep(alpha, func(head *fgn.AffineHead, labels *Node) *fgn.Direction {
+		return fgn.FGNAffineDirection(head, labels, nil, cfg)
+	})
+}
+
+func (c StepTimeConfig) step(m plot.Method) stepFunc {
+	cfg := fgn.Config{Lambda: c.Lambda, CG: fgn.CGSettings{MaxIter: c.CGIters, Tol: fgn.DefaultCGSettings.Tol}}
+	switch m {
+	case plot.Adam:
+		return adamStep(c.AdamLR)
+	case plot.SGN:
+		return sgnStep(c.StepSize, cfg)
+	case plot.FGN:
+		return fgnStep(c.StepSize, cfg)
+	default:
+		return fgnClosedFormStep(c.StepSize, cfg)
+	}
+}
+
+// gaussianBatches returns the features x_i ~ N(0, I_d), float32, split into static batches and
+// transferred to the device, so timed steps never generate or copy data.
+func gaussianBatches(backend compute.Backend, c StepTimeConfig) ([]*tensors.Tensor, error) {
+	rng := rand.New(rand.NewPCG(c.Seed, 0x5eed))
+	out := make([]*tensors.Tensor, c.Examples/c.Batch)
+	for k := range out {
+		x := make([]float32, c.Batch*c.Dim)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		out[k] = tensors.FromFlatDataAndDimensions(x, c.Batch, c.Dim)
+		if err := out[k].ToDevice(backend, 0); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// uniformLabels returns labels drawn uniformly from [0, C) per static batch, on the device.
+func uniformLabels(backend compute.Backend, c StepTimeConfig, numClasses, numBatches int) ([]*tensors.Tensor, error) {
+	rng := rand.New(rand.NewPCG(c.Seed, uint64(numClasses)))
+	out := make([]*tensors.Tensor, numBatches)
+	for k := range out {
+		y := make([]int32, c.Batch)
+		for i := range y {
+			y[i] = int32(rng.IntN(numClasses))
+		}
+		out[k] = tensors.FromValue(y)
+		if err := out[k].ToDevice(backend, 0); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// StepTime runs panel (a): for every C and method it compiles one step (logits, direction and
+// parameter update in one graph, parameters as model variables that stay on the device), runs
+// the warm-up steps, then times each of the timed steps from the call until its loss is on the
+// host. Steps cycle over the static batches, one batch per step. Feature generation, transfers,
+// compilation and warm-up are not timed. progress receives a progress bar (io.Discard for none).
+func StepTime(backend compute.Backend, c StepTimeConfig, progress io.Writer) (*report.Table, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	features, err := gaussianBatches(backend, c)
+	if err != nil {
+		return nil, err
+	}
+	defer finalizeAll(features)
+	total := 0
+	for _, n := range c.Classes {
+		warmup, steps := c.stepsAt(n)
+		total += len(c.Methods) * (warmup + steps)
+	}
+	bar := progressbar.NewOptions(total, progressbar.OptionSetWriter(progress), progressbar.OptionShowCount(),
+		progressbar.OptionSetWidth(30), progressbar.OptionSetPredictTime(false), progressbar.OptionSetDescription("panel (a)"),
+		progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionOnCompletion(func() { fmt.Fprintln(progress) }))
+
+	t := report.NewTable(StepTimeColumns...)
+	t.Comment("panel", "(a) steady-state optimiser step time, linear softmax head on fixed Gaussian features")
+	t.Comment("parameters", fmt.Sprintf("d=%d batch=%d examples=%d (%d static batches, one per step, cycling) lambda=%g cg_budget=%d adam_lr=%g step_size=%g seed=%d float32",
+		c.Dim, c.Batch, c.Examples, c.Examples/c.Batch, c.Lambda, c.CGIters, c.AdamLR, c.StepSize, c.Seed))
+	warmLarge := ""
+	if c.LargeC > 0 {
+		warmLarge = fmt.Sprintf("; C>=%d: %d warm-up, %d timed", c.LargeC, c.LargeWarmup, c.LargeSteps)
+	}
+	t.Comment("steps", fmt.Sprintf("%d warm-up, %d timed per (C, method)%s; a step is timed from the call until its loss is on the host", c.Warmup, c.Steps, warmLarge))
+	t.Comment("data", "x_i ~ N(0, I_d) float32, labels uniform on [0, C); features generated and moved to the device before timing")
+	t.Comment("methods", "adam: gomlx optimizer.Adam; sgn: fgn.SGNDirection (parameter-space CG, cold start); fgn: fgn.FGNDirection over fgn.Linearize (row-space CG, generic JVP/VJP); fgn_closed_form: fgn.FGNAffineDirection (closed-form affine row Gram, feature Gram recomputed per step)")
+
+	for _, numClasses := range c.Classes {
+		labels, err := uniformLabels(backend, c, numClasses, len(features))
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range c.Methods {
+			bar.Describe(fmt.Sprintf("C=%-4d %-17s", numClasses, m))
+			times, loss, err := timeMethod(backend, c, m, numClasses, features, labels, bar)
+			if err != nil {
+				finalizeAll(labels)
+				return nil, fmt.Errorf("mechanism: C=%d %s: %w", numClasses, m, err)
+			}
+			warmup, steps := c.stepsAt(numClasses)
+			q := quantiles(times, 0, 0.25, 0.5, 0.75, 1)
+			t.Add(numClasses, m.Key(), warmup, steps, q[2], q[1], q[3], q[0], q[4], loss)
+		}
+		finalizeAll(labels)
+	}
+	_ = bar.Finish()
+	return t, nil
+}
+
+// timeMethod compiles and runs the steps of one method at C classes and returns the durations
+// of the timed steps in milliseconds and the loss of the last step.
+func timeMethod(backend compute.Backend, c StepTimeConfig, m plot.Method, numClasses int,
+	features, labels []*tensors.Tensor, bar *progressbar.ProgressBar) ([]float64, float64, error) {
+	store := model.NewStore()
+	defer store.Finalize()
+	scope := store.RootScope()
+	w := scope.VariableWithValue("W", tensors.FromShape(shapes.Make(dtypes.Float32, c.Dim, numClasses)))
+	bias := scope.VariableWithValue("bias", tensors.FromShape(shapes.Make(dtypes.Float32, numClasses)))
+	step := c.step(m)
+	exec, err := model.NewExec(backend, store, func(scope *model.Scope, h, y *Node) *Node {
+		return step(scope, h, y, w, bias)
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer exec.Finalize()
+	warmup, steps := c.stepsAt(numClasses)
+	times := make([]float64, 0, steps)
+	loss := math.NaN()
+	for k := range warmup + steps {
+		b := k % len(features)
+		start := time.Now()
+		outs, err := exec.Call(features[b], labels[b])
+		if err != nil {
+			return nil, 0, err
+		}
+		loss = float64(tensors.ToScalar[float32](outs[0]))
+		elapsed := time.Since(start)
+		outs[0].FinalizeAll()
+		if k >= warmup {
+			times = append(times, float64(elapsed.Nanoseconds())/1e6)
+		}
+		_ = bar.Add(1)
+	}
+	return times, loss, nil
+}
+
+// quantiles returns the requested quantiles of xs by linear interpolation between order
+// statistics (numpy's default).
+func quantiles(xs []float64, ps ...float64) []float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	out := make([]float64, len(ps))
+	for i, p := range ps {
+		pos := p * float64(len(s)-1)
+		lo := int(math.Floor(pos))
+		hi := min(lo+1, len(s)-1)
+		out[i] = s[lo] + (pos-float64(lo))*(s[hi]-s[lo])
+	}
+	return out
+}
+
+func finalizeAll(ts []*tensors.Tensor) {
+	for _, t := range ts {
+		t.FinalizeAll()
+	}
+}

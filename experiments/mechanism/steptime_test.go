@@ -1,0 +1,108 @@
+package mechanism
+
+import (
+	"bytes"
+	"io"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/fgn-paper/fgn/experiments/plot"
+	"github.com/fgn-paper/fgn/experiments/report"
+)
+
+func TestQuantiles(t *testing.T) {
+	got := quantiles([]float64{4, 1, 3, 2, 5}, 0, 0.25, 0.5, 0.75, 1)
+	want := []float64{1, 2, 3, 4, 5}
+	for i := range want {
+		check(t, "quantile", math.Abs(got[i]-want[i]), 0)
+	}
+	check(t, "median of two", math.Abs(quantiles([]float64{1, 2}, 0.5)[0]-1.5), 0)
+}
+
+// tinyStepTime is the smoke profile shrunk to test size.
+func tinyStepTime(t *testing.T) StepTimeConfig {
+	c, err := StepTimeProfile("smoke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Dim, c.Batch, c.Examples, c.Classes = 16, 8, 24, []int{2, 5}
+	c.Warmup, c.Steps = 2, 3
+	return c
+}
+
+// TestStepTime runs the panel (a) sweep end to end at tiny sizes, writes and reads back the
+// CSV, and checks it is well formed.
+func TestStepTime(t *testing.T) {
+	c := tinyStepTime(t)
+	var progress bytes.Buffer
+	tab, err := StepTime(testBackend, c, &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "a.csv")
+	if err := tab.Write(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := report.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Rows) != len(c.Classes)*len(plot.Methods()) {
+		t.Fatalf("%d rows, want %d", len(back.Rows), len(c.Classes)*len(plot.Methods()))
+	}
+	col := func(name string) []float64 {
+		v, err := back.Floats(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	classes, steps := col("classes"), col("steps")
+	minMs, q1, med, q3, maxMs, loss := col("min_ms"), col("q1_ms"), col("median_ms"), col("q3_ms"), col("max_ms"), col("last_loss")
+	methodCol, _ := back.Column("method")
+	for i, row := range back.Rows {
+		if _, err := plot.ParseMethod(row[methodCol]); err != nil {
+			t.Error(err)
+		}
+		if classes[i] != float64(c.Classes[i/4]) || steps[i] != float64(c.Steps) {
+			t.Errorf("row %d: C=%g steps=%g", i, classes[i], steps[i])
+		}
+		if !(0 < minMs[i] && minMs[i] <= q1[i] && q1[i] <= med[i] && med[i] <= q3[i] && q3[i] <= maxMs[i]) {
+			t.Errorf("row %d: times not ordered: min %g q1 %g median %g q3 %g max %g", i, minMs[i], q1[i], med[i], q3[i], maxMs[i])
+		}
+		// Labels are uniform: the loss stays near log C after a few small steps.
+		if !(loss[i] > 0 && loss[i] < 3*math.Log(classes[i])+1) {
+			t.Errorf("row %d (%s, C=%g): last loss %g", i, row[methodCol], classes[i], loss[i])
+		}
+	}
+	for _, key := range []string{"panel", "parameters", "steps", "methods"} {
+		if _, ok := back.Lookup(key); !ok {
+			t.Errorf("CSV lacks the %q comment", key)
+		}
+	}
+	if progress.Len() == 0 {
+		t.Error("no progress output")
+	}
+}
+
+func TestStepTimeErrors(t *testing.T) {
+	if _, err := StepTimeProfile("huge"); err == nil {
+		t.Error("unknown profile accepted")
+	}
+	for _, mutate := range []func(*StepTimeConfig){
+		func(c *StepTimeConfig) { c.Examples = 20 }, // not a multiple of the batch
+		func(c *StepTimeConfig) { c.Classes = []int{1} },
+		func(c *StepTimeConfig) { c.Steps = 0 },
+		func(c *StepTimeConfig) { c.Lambda = 0 },
+		func(c *StepTimeConfig) { c.Methods = []plot.Method{plot.Method(7)} },
+	} {
+		c := tinyStepTime(t)
+		mutate(&c)
+		if _, err := StepTime(testBackend, c, io.Discard); err == nil {
+			t.Errorf("config %+v accepted", c)
+		} else {
+			t.Log(err)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package plot
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+
+	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgpdf"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/fgn-paper/fgn/internal/atomicfile"
+)
+
+// Formats are the file formats every figure is written in, in order: SVG for the web, PNG for
+// notebooks and READMEs, PDF (fonts embedded) for LaTeX.
+var Formats = []string{"svg", "png", "pdf"}
+
+// Save writes the panel p, of size width × height, to base.svg, base.png and base.pdf, each
+// atomically, and returns the paths written.
+func Save(p *Plot, width, height vg.Length, base string) ([]string, error) {
+	return SaveRow([]*Plot{p}, width, height, base)
+}
+
+// SaveRow writes the panels side by side (a triptych for three), each panelWidth × height, with
+// their data areas aligned, to base.svg, base.png and base.pdf, each atomically, and returns the
+// paths written.
+func SaveRow(panels []*Plot, panelWidth, height vg.Length, base string) ([]string, error) {
+	if len(panels) == 0 {
+		return nil, fmt.Errorf("plot: no panels to save to %s", base)
+	}
+	for i, p := range panels {
+		if p == nil {
+			return nil, fmt.Errorf("plot: panel %d of %s is nil", i, base)
+		}
+	}
+	if !(panelWidth > 0 && height > 0) {
+		return nil, fmt.Errorf("plot: panel size %v × %v of %s must be positive", panelWidth, height, base)
+	}
+	width := panelWidth * vg.Length(len(panels))
+	var paths []string
+	for _, format := range Formats {
+		c, err := newCanvas(format, width, height)
+		if err != nil {
+			return paths, err
+		}
+		if err := drawRow(panels, c); err != nil {
+			return paths, fmt.Errorf("plot: drawing %s: %w", base, err)
+		}
+		path := base + "." + format
+		if err := atomicfile.Write(path, func(w io.Writer) error {
+			_, err := c.WriteTo(w)
+			return err
+		}); err != nil {
+			return paths, fmt.Errorf("plot: writing %s: %w", path, err)
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
+}
+
+func newCanvas(format string, w, h vg.Length) (vg.CanvasWriterTo, error) {
+	switch format {
+	case "svg":
+		return vgsvg.New(w, h), nil
+	case "png":
+		return vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(PNGDotsPerIn))}, nil
+	case "pdf":
+		c := vgpdf.New(w, h)
+		c.EmbedFonts(true)
+		return c, nil
+	}
+	return nil, fmt.Errorf("plot: unsupported format %q", format)
+}
+
+// drawRow paints a white background and the panels in one row, their data areas aligned by
+// gonum's Align. drawRow draws two kinds of text itself:
+//
+//   - titles, on one baseline above the data areas (Align would otherwise place each at the top of
+//     its own, differently sized, tile);
+//   - axis labels, centred on the data area as gonum draws them. gonum/plot v0.15.2 reserves room
+//     for an axis label around the arithmetic midpoint of the axis range in data coordinates,
+//     which on a log axis lies near its far end, so a log panel would get a wide spurious margin;
+//     the axes are therefore laid out with a one-space placeholder of the label's height.
+//
+// gonum/plot panics on some drawing errors (for example a log axis over non-positive data);
+// they are returned as errors.
+func drawRow(panels []*Plot, c vg.CanvasSizer) (err error) {
+	type texts struct{ title, x, y string }
+	saved := make([]texts, len(panels))
+	for i, p := range panels {
+		saved[i] = texts{p.Title.Text, p.X.Label.Text, p.Y.Label.Text}
+		p.Title.Text = ""
+		p.X.Label.Text = placeholder(p.X.Label.Text)
+		p.Y.Label.Text = placeholder(p.Y.Label.Text)
+	}
+	defer func() {
+		for i, p := range panels {
+			p.Title.Text, p.X.Label.Text, p.Y.Label.Text = saved[i].title, saved[i].x, saved[i].y
+		}
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	dc := draw.New(c)
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Points(6), PadTop: vg.Points(2),
+		PadBottom: vg.Points(2), PadLeft: vg.Points(2), PadRight: vg.Points(4)}
+	for i, t := range saved {
+		if t.title != "" {
+			tiles.PadTop = max(tiles.PadTop, panels[i].Title.TextStyle.Height(t.title)+2*panels[i].Title.Padding)
+		}
+	}
+	canvases := gplot.Align([][]*Plot{panels}, tiles, dc)
+	for i, p := range panels {
+		tile := canvases[0][i]
+		p.Draw(tile)
+		data := p.DataCanvas(tile)
+		center := data.Center()
+		if t := saved[i].title; t != "" {
+			style := p.Title.TextStyle
+			style.XAlign, style.YAlign = draw.XCenter, draw.YTop
+			dc.FillText(style, vg.Point{X: center.X, Y: dc.Max.Y - p.Title.Padding}, t)
+		}
+		if t := saved[i].x; t != "" {
+			style := p.X.Label.TextStyle
+			dc.FillText(style, vg.Point{X: center.X, Y: tile.Min.Y + style.FontExtents().Descent}, t)
+		}
+		if t := saved[i].y; t != "" {
+			style := p.Y.Label.TextStyle
+			style.Rotation += math.Pi / 2
+			x := tile.Min.X + p.Y.Label.TextStyle.Height(t) - style.FontExtents().Descent
+			dc.FillText(style, vg.Point{X: x, Y: center.Y}, t)
+		}
+	}
+	return nil
+}
+
+// placeholder returns a one-space stand-in for a non-empty axis label.
+func placeholder(label string) string {
+	if label == "" {
+		return ""
+	}
+	return " "
+}

@@ -1,0 +1,107 @@
+package plot
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+
+	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// AddMethod adds the curve ys(xs) of method m to p, with the method's fixed colour, dashes and
+// markers, and a legend entry.
+func AddMethod(p *Plot, m Method, xs, ys []float64) error {
+	if m < 0 || m >= numMethods {
+		return fmt.Errorf("plot: unknown method %d", int(m))
+	}
+	return AddSeries(p, m.String(), m.Style(), xs, ys)
+}
+
+// AddSeries adds the curve ys(xs) to p in the given style (a line, with markers when the style
+// has a glyph) and, when label is not empty, a legend entry.
+func AddSeries(p *Plot, label string, s Style, xs, ys []float64) error {
+	pts, err := points(xs, ys)
+	if err != nil {
+		return fmt.Errorf("plot: series %q: %w", label, err)
+	}
+	line, err := plotter.NewLine(pts)
+	if err != nil {
+		return fmt.Errorf("plot: series %q: %w", label, err)
+	}
+	line.LineStyle = draw.LineStyle{Color: s.Color, Width: LineWidth, Dashes: s.Dashes}
+	p.Add(line)
+	thumbs := []gplot.Thumbnailer{line}
+	if s.Glyph != nil {
+		scatter, err := plotter.NewScatter(pts)
+		if err != nil {
+			return fmt.Errorf("plot: series %q: %w", label, err)
+		}
+		scatter.GlyphStyle = draw.GlyphStyle{Color: s.Color, Radius: GlyphRadius, Shape: s.Glyph}
+		p.Add(scatter)
+		thumbs = append(thumbs, scatter)
+	}
+	if label != "" {
+		p.Legend.Add(label, thumbs...)
+	}
+	return nil
+}
+
+// AddBand shades the region between lo(xs) and hi(xs) in clr at the style's band opacity
+// (BandAlpha), with a legend entry when label is not empty. Use it for gaps between curves and
+// for spreads (mean ± std, interquartile ranges) around a curve drawn in the same colour.
+func AddBand(p *Plot, label string, clr color.Color, xs, lo, hi []float64) error {
+	if len(lo) != len(xs) || len(hi) != len(xs) {
+		return fmt.Errorf("plot: band %q: %d x values, %d lower and %d upper values", label, len(xs), len(lo), len(hi))
+	}
+	ring := make(plotter.XYs, 0, 2*len(xs))
+	for i := range xs {
+		ring = append(ring, plotter.XY{X: xs[i], Y: lo[i]})
+	}
+	for i := len(xs) - 1; i >= 0; i-- {
+		ring = append(ring, plotter.XY{X: xs[i], Y: hi[i]})
+	}
+	for _, pt := range ring {
+		if !finite(pt.X) || !finite(pt.Y) {
+			return fmt.Errorf("plot: band %q: non-finite point (%g, %g)", label, pt.X, pt.Y)
+		}
+	}
+	poly, err := plotter.NewPolygon(ring)
+	if err != nil {
+		return fmt.Errorf("plot: band %q: %w", label, err)
+	}
+	poly.Color = Translucent(clr, BandAlpha)
+	poly.LineStyle.Width = 0
+	p.Add(poly)
+	if label != "" {
+		p.Legend.Add(label, poly)
+	}
+	return nil
+}
+
+// Translucent returns clr with opacity alpha, clamped to [0, 1].
+func Translucent(clr color.Color, alpha float64) color.Color {
+	c := color.NRGBAModel.Convert(clr).(color.NRGBA)
+	c.A = uint8(math.Round(255 * math.Max(0, math.Min(1, alpha))))
+	return c
+}
+
+func points(xs, ys []float64) (plotter.XYs, error) {
+	if len(xs) != len(ys) {
+		return nil, fmt.Errorf("%d x values but %d y values", len(xs), len(ys))
+	}
+	if len(xs) == 0 {
+		return nil, fmt.Errorf("no points")
+	}
+	pts := make(plotter.XYs, len(xs))
+	for i := range xs {
+		if !finite(xs[i]) || !finite(ys[i]) {
+			return nil, fmt.Errorf("point %d is not finite: (%g, %g)", i, xs[i], ys[i])
+		}
+		pts[i] = plotter.XY{X: xs[i], Y: ys[i]}
+	}
+	return pts, nil
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

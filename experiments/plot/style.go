@@ -1,0 +1,208 @@
+// Package plot is the one plotting style of the project, on gonum.org/v1/plot: fonts, sizes,
+// line widths and a fixed colour, dash pattern and marker per optimisation method, used by every
+// figure, plus helpers that save a plot or a row of panels as SVG (web), PDF (LaTeX) and PNG
+// (notebooks, READMEs), each written atomically.
+//
+// A figure is made by creating panels with [New], adding series with [AddMethod], [AddSeries]
+// and [AddBand], and writing them with [Save] or [SaveRow].
+package plot
+
+import (
+	"fmt"
+	"image/color"
+
+	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Plot is a gonum/plot panel; this package's helpers create, fill and save them.
+type Plot = gplot.Plot
+
+// Method is an optimisation method compared in the figures. Each has one colour, dash pattern
+// and marker, the same in every figure of the project.
+type Method int
+
+const (
+	// Adam is the first-order reference (GoMLX's optimizer.Adam).
+	Adam Method = iota
+	// SGN is the damped full-softmax-GGN method (parameter-space CG).
+	SGN
+	// FGN is the damped FGN method through the generic JVP/VJP closures (row-space CG).
+	FGN
+	// FGNClosedForm is FGN with the closed-form affine-head row Gram (appendix F.2).
+	FGNClosedForm
+	numMethods
+)
+
+// Methods lists every method in legend order.
+func Methods() []Method { return []Method{Adam, SGN, FGN, FGNClosedForm} }
+
+// String returns the legend label of the method.
+func (m Method) String() string {
+	switch m {
+	case Adam:
+		return "Adam"
+	case SGN:
+		return "SGN"
+	case FGN:
+		return "FGN"
+	case FGNClosedForm:
+		return "FGN (closed form)"
+	}
+	return fmt.Sprintf("Method(%d)", int(m))
+}
+
+// Key returns the method's machine-readable name, used in CSV files.
+func (m Method) Key() string {
+	switch m {
+	case Adam:
+		return "adam"
+	case SGN:
+		return "sgn"
+	case FGN:
+		return "fgn"
+	case FGNClosedForm:
+		return "fgn_closed_form"
+	}
+	return fmt.Sprintf("method%d", int(m))
+}
+
+// ParseMethod returns the method whose Key is key.
+func ParseMethod(key string) (Method, error) {
+	for _, m := range Methods() {
+		if m.Key() == key {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("plot: unknown method %q (want adam, sgn, fgn or fgn_closed_form)", key)
+}
+
+// Style is how one series is drawn.
+type Style struct {
+	Color  color.Color
+	Dashes []vg.Length // nil for a solid line
+	Glyph  draw.GlyphDrawer
+}
+
+// The palette is Okabe & Ito's colour-blind-safe set. Methods take four of its colours; other
+// series (curves that are not methods, such as trace terms or damping levels) use Series.
+var (
+	black         = color.RGBA{0x00, 0x00, 0x00, 0xff}
+	orange        = color.RGBA{0xe6, 0x9f, 0x00, 0xff}
+	skyBlue       = color.RGBA{0x56, 0xb4, 0xe9, 0xff}
+	bluishGreen   = color.RGBA{0x00, 0x9e, 0x73, 0xff}
+	blue          = color.RGBA{0x00, 0x72, 0xb2, 0xff}
+	vermillion    = color.RGBA{0xd5, 0x5e, 0x00, 0xff}
+	reddishPurple = color.RGBA{0xcc, 0x79, 0xa7, 0xff}
+	grey          = color.RGBA{0x66, 0x66, 0x66, 0xff}
+)
+
+// Style returns the fixed style of the method. FGN and its closed form share the warm hues
+// and differ in dash and marker; Adam is grey (the first-order reference), SGN blue.
+func (m Method) Style() Style {
+	switch m {
+	case Adam:
+		return Style{Color: grey, Dashes: []vg.Length{vg.Points(1), vg.Points(2)}, Glyph: draw.SquareGlyph{}}
+	case SGN:
+		return Style{Color: blue, Glyph: draw.TriangleGlyph{}}
+	case FGN:
+		return Style{Color: vermillion, Glyph: draw.CircleGlyph{}}
+	case FGNClosedForm:
+		return Style{Color: reddishPurple, Dashes: []vg.Length{vg.Points(4), vg.Points(2)}, Glyph: draw.RingGlyph{}}
+	}
+	return Series(0)
+}
+
+// seriesStyles are the styles for series that are not methods, in order; the first three use
+// colours no method uses.
+var seriesStyles = []Style{
+	{Color: bluishGreen},
+	{Color: orange, Dashes: []vg.Length{vg.Points(4), vg.Points(2)}},
+	{Color: skyBlue, Dashes: []vg.Length{vg.Points(6), vg.Points(2), vg.Points(1), vg.Points(2)}},
+	{Color: black, Dashes: []vg.Length{vg.Points(1), vg.Points(2)}},
+}
+
+// Series returns the i-th style for series that are not methods (cycling).
+func Series(i int) Style {
+	n := len(seriesStyles)
+	return seriesStyles[((i%n)+n)%n]
+}
+
+// Sizes of the project style. A panel is PanelWidth × PanelHeight; fonts are chosen for a
+// three-panel row scaled to the width of a paper page.
+var (
+	PanelWidth   = vg.Points(200)
+	PanelHeight  = vg.Points(160)
+	LineWidth    = vg.Points(1.25)
+	GlyphRadius  = vg.Points(2)
+	AxisWidth    = vg.Points(0.6)
+	TitleSize    = vg.Points(10)
+	LabelSize    = vg.Points(9)
+	TickSize     = vg.Points(7.5)
+	LegendSize   = vg.Points(7.5)
+	BandAlpha    = 0.22 // opacity of shaded bands
+	PNGDotsPerIn = 200
+)
+
+// textFont is the project's typeface, Liberation Serif (metrics of Times, to sit beside LaTeX).
+func textFont(size vg.Length) font.Font {
+	return font.Font{Typeface: "Liberation", Variant: "Serif", Size: size}
+}
+
+// New returns an empty panel in the project style with the given title and axis labels.
+func New(title, xLabel, yLabel string) *Plot {
+	p := gplot.New()
+	p.Title.Text = title
+	p.Title.TextStyle.Font = textFont(TitleSize)
+	p.Title.Padding = vg.Points(4)
+	for _, ax := range []*gplot.Axis{&p.X, &p.Y} {
+		ax.Label.TextStyle.Font = textFont(LabelSize)
+		ax.Tick.Label.Font = textFont(TickSize)
+		ax.LineStyle.Width = AxisWidth
+		ax.Tick.LineStyle.Width = AxisWidth
+		ax.Tick.Length = vg.Points(4)
+		ax.Padding = vg.Points(2)
+	}
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = yLabel
+	p.Legend.TextStyle.Font = textFont(LegendSize)
+	p.Legend.ThumbnailWidth = vg.Points(18)
+	p.Legend.Padding = vg.Points(1)
+	return p
+}
+
+// LogLog2 sets the panel's x axis to a log scale with ticks at powers of two and its y axis to a
+// log scale with decade ticks.
+func LogLog2(p *Plot) {
+	p.X.Scale = gplot.LogScale{}
+	p.X.Tick.Marker = powersOfTwo{}
+	p.Y.Scale = gplot.LogScale{}
+	p.Y.Tick.Marker = gplot.LogTicks{Prec: -1}
+}
+
+// powersOfTwo ticks a log axis at 2^k, labelling every other power when there are many.
+type powersOfTwo struct{}
+
+func (powersOfTwo) Ticks(lo, hi float64) []gplot.Tick {
+	var ticks []gplot.Tick
+	var powers []float64
+	for v := 1.0; v <= hi*(1+1e-12); v *= 2 {
+		if v >= lo*(1-1e-12) {
+			powers = append(powers, v)
+		}
+	}
+	step := 1
+	if len(powers) > 7 {
+		step = 2
+	}
+	for i, v := range powers {
+		t := gplot.Tick{Value: v}
+		if i%step == 0 {
+			t.Label = fmt.Sprintf("%g", v)
+		}
+		ticks = append(ticks, t)
+	}
+	return ticks
+}

@@ -10,6 +10,7 @@ require (
 	golang.org/x/sys v0.43.0
 	gonum.org/v1/gonum v0.16.0
 	gonum.org/v1/plot v0.15.2
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

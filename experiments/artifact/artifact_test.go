@@ -1,0 +1,178 @@
+package artifact
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fgn-paper/fgn/experiments/report"
+)
+
+var toySubcommands = []string{"toy"}
+
+// fakeExec stands for the real commands: "fgn toy" writes toy.csv into --out, "go test ./toy"
+// prints a passing verbose test log.
+func fakeExec(t *testing.T, calls *int) ExecFunc {
+	return func(_ context.Context, _ string, argv []string, log io.Writer) ([]byte, error) {
+		*calls++
+		switch argv[0] {
+		case "fgn":
+			out := argv[len(argv)-1]
+			tab := report.NewTable("name", "x", "y", "z")
+			tab.Add("a", 1, 3.0, 3.0005)
+			tab.Add("b", 1, 2.5, 2.5)
+			tab.Add("c", 4, 2.0, 2.0)
+			if err := tab.Write(filepath.Join(out, "toy.csv")); err != nil {
+				t.Fatal(err)
+			}
+			return nil, nil
+		case "go":
+			return []byte("=== RUN   TestToy\n    toy_test.go:9: identity: error 3.1e-16 (tolerance 1e-13)\n" +
+				"    toy_test.go:10: other: error 1e-14 (tolerance 1e-13)\n--- PASS: TestToy (0.00s)\nPASS\n"), nil
+		}
+		t.Fatalf("unexpected command %q", argv)
+		return nil, nil
+	}
+}
+
+func TestVerify(t *testing.T) {
+	a, err := Load("testdata/artifact.yaml", toySubcommands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	calls := 0
+	results, err := Verify(context.Background(), a, Options{Profile: "quick", Out: out, Dir: ".",
+		Subcommands: toySubcommands, Exec: fakeExec(t, &calls)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"value-pass": Pass, "ordering-fail": Fail, "difference-pass": Pass,
+		"needs-data": NotRun, "test-pass": Pass}
+	if len(results) != len(want) {
+		t.Fatalf("got %d results, want %d", len(results), len(want))
+	}
+	for _, r := range results {
+		if r.Status != want[r.ID] {
+			t.Errorf("claim %s: status %q, want %q (measured %s, detail %s)", r.ID, r.Status, want[r.ID], r.Measured, r.Detail)
+		}
+	}
+	if calls != 2 {
+		t.Errorf("ran %d commands, want 2 (the shared fgn toy command runs once)", calls)
+	}
+	if m := results[1].Measured; m != "a=3, b=2.5" {
+		t.Errorf("ordering measured %q, want \"a=3, b=2.5\"", m)
+	}
+	if !strings.Contains(results[3].Detail, "big") {
+		t.Errorf("not-run detail %q does not name the data set", results[3].Detail)
+	}
+	if m := results[4].Measured; m != "max error 1e-14 over 2 checks" {
+		t.Errorf("test-log measured %q", m)
+	}
+	if s := Summarize(results); s != (Summary{Pass: 3, Fail: 1, NotRun: 1}) {
+		t.Errorf("summary %v", s)
+	}
+
+	base := filepath.Join(out, "verify_quick")
+	if err := WriteFiles(base, "quick", results); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(base + ".md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "| ordering-fail | Figure 1 | a < b (rel 0) | a=3, b=2.5 | fail |") {
+		t.Errorf("Markdown table lacks the ordering row:\n%s", md)
+	}
+	var rep Report
+	data, err := os.ReadFile(base + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &rep); err != nil || len(rep.Results) != 5 || rep.Results[3].Status != NotRun {
+		t.Errorf("JSON report %s (err %v)", data, err)
+	}
+}
+
+func TestCheckTestLog(t *testing.T) {
+	abs := 1e-12
+	tol := &Tolerance{Absolute: &abs}
+	for _, tc := range []struct {
+		name, log string
+		failed    bool
+		want      string
+	}{
+		{"within", "x: error 1e-13 (tolerance 1e-12)\nPASS\n", false, Pass},
+		{"above the claim's tolerance", "x: error 1e-10 (tolerance 1e-9)\nPASS\n", false, Fail},
+		{"test failed", "x: error 1e-9 exceeds tolerance 1e-12\nFAIL\n", true, Fail},
+		{"NaN", "x: error NaN exceeds tolerance 1e-12\nFAIL\n", true, Fail},
+		{"no checks printed", "testing: warning: no tests to run\nPASS\n", false, Fail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var runErr error
+			if tc.failed {
+				runErr = io.ErrUnexpectedEOF
+			}
+			_, status, _ := checkTestLog([]byte(tc.log), runErr, tol)
+			if status != tc.want {
+				t.Errorf("status %q, want %q", status, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	const head = "profiles: {quick: {hardware: cpu}}\nclaims:\n"
+	const claim = "  - id: c\n    reference: Eq. 1\n    statement: s\n"
+	for _, tc := range []struct {
+		name, yaml string
+		want       string
+	}{
+		{"unknown field", head + claim + "    command: fgn toy\n    output: a.csv\n    measure: {column: y}\n    expected: \"1\"\n    tolerance: {absolute: 1}\n    colour: red\n",
+			`line 11: unknown field "colour"`},
+		{"unknown nested field", head + claim + "    command: fgn toy\n    output: a.csv\n    measure: {column: y, colum: z}\n    expected: \"1\"\n    tolerance: {absolute: 1}\n",
+			`line 8: unknown field "colum" in artifact.claims[0].measure`},
+		{"missing tolerance", head + claim + "    command: fgn toy\n    output: a.csv\n    measure: {column: y}\n    expected: \"1\"\n",
+			`line 3: claim "c": missing tolerance`},
+		{"empty tolerance", head + claim + "    command: fgn toy\n    output: a.csv\n    measure: {column: y}\n    expected: \"1\"\n    tolerance: {}\n",
+			`line 10: claim "c": missing tolerance`},
+		{"unknown subcommand", head + claim + "    command: fgn nosuch --out x\n    output: a.csv\n    measure: {column: y}\n    expected: \"1\"\n    tolerance: {absolute: 1}\n",
+			`line 6: claim "c": command "fgn nosuch --out x": unknown fgn subcommand "nosuch"`},
+		{"unknown program", head + claim + "    command: python run.py\n    output: a.csv\n    measure: {column: y}\n    expected: \"1\"\n    tolerance: {absolute: 1}\n",
+			`line 6: claim "c": command "python run.py": unknown program "python"`},
+		{"go test without -v", head + claim + "    command: go test ./fgn -run TestX\n    output: test-log\n    expected: \"0\"\n    tolerance: {absolute: 1}\n",
+			`line 6: claim "c": command "go test ./fgn -run TestX": a go test claim needs -run <regexp> and -v`},
+		{"bad expected", head + claim + "    command: fgn toy\n    output: a.csv\n    measure: {column: y}\n    expected: big\n    tolerance: {absolute: 1}\n",
+			`line 9: claim "c": expected "big" is neither a number nor an ordering`},
+		{"ordering without group", head + claim + "    command: fgn toy\n    output: a.csv\n    measure: {column: y}\n    expected: a < b\n    tolerance: {absolute: 0}\n",
+			`line 8: claim "c": an ordering needs measure.group`},
+		{"unknown data set", head + claim + "    command: fgn toy\n    requires: [cars]\n    output: a.csv\n    measure: {column: y}\n    expected: \"1\"\n    tolerance: {absolute: 1}\n",
+			`line 7: claim "c": requires unknown data set "cars"`},
+		{"duplicate id", head + claim + "    command: fgn toy\n    output: a.csv\n    measure: {column: y}\n    expected: \"1\"\n    tolerance: {absolute: 1}\n" +
+			claim + "    command: fgn toy\n    output: a.csv\n    measure: {column: y}\n    expected: \"1\"\n    tolerance: {absolute: 1}\n",
+			`line 11: claim id "c" already used on line 3`},
+		{"no claims", "profiles: {quick: {hardware: cpu}}\n", "lists no claims"},
+		{"not YAML", "claims: [\n", "yaml:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml), toySubcommands)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Parse error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestVerifyUnknownProfile(t *testing.T) {
+	a, err := Load("testdata/artifact.yaml", toySubcommands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(context.Background(), a, Options{Profile: "huge"}); err == nil || !strings.Contains(err.Error(), `"huge"`) {
+		t.Errorf("Verify with an unknown profile: error %v", err)
+	}
+}

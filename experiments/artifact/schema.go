@@ -1,0 +1,130 @@
+// Package artifact reads the artifact-evaluation manifest (artifact.yaml at the repository
+// root) and verifies its claims: each claim names the command that checks it, the output that
+// command produces (a CSV file of package experiments/report, or the log of a verbose Go test
+// whose checks print "error E (tolerance T)"), the expected value and its tolerance.
+//
+// [Parse] is strict: an unknown field, a claim without a tolerance, or a command that is not a
+// known fgn subcommand or a "go test <pkg> -run <regexp> -v" invocation is an error naming the
+// line of artifact.yaml. [Verify] runs the claims and returns one [Result] per claim.
+package artifact
+
+// Artifact is the whole manifest.
+type Artifact struct {
+	Paper       Paper              `yaml:"paper"`
+	Environment Environment        `yaml:"environment"`
+	Profiles    map[string]Profile `yaml:"profiles"`
+	Data        []Dataset          `yaml:"data"`
+	Claims      []Claim            `yaml:"claims"`
+}
+
+// Paper identifies the paper the artifact reproduces.
+type Paper struct {
+	Title  string `yaml:"title"`
+	Source string `yaml:"source"`
+	Note   string `yaml:"note"`
+}
+
+// Environment records the software the results were produced with.
+type Environment struct {
+	Go       string            `yaml:"go"`
+	Modules  map[string]string `yaml:"modules"`
+	Tools    map[string]string `yaml:"tools"`
+	Backends []Backend         `yaml:"backends"`
+	Build    string            `yaml:"build"`
+	Note     string            `yaml:"note"`
+}
+
+// Backend is one GoMLX backend the artifact runs on.
+type Backend struct {
+	Name       string `yaml:"name"`
+	Env        string `yaml:"env"`
+	PJRTPlugin string `yaml:"pjrt_plugin"`
+	Note       string `yaml:"note"`
+}
+
+// Profile is a verification profile (quick, full, ...): the hardware it is meant for and what
+// it costs.
+type Profile struct {
+	Hardware    string `yaml:"hardware"`
+	Description string `yaml:"description"`
+}
+
+// Dataset is an input that some claims need. It is present when every file of Files exists
+// under Path (relative to the directory of artifact.yaml).
+type Dataset struct {
+	Name   string   `yaml:"name"`
+	Source string   `yaml:"source"`
+	Make   string   `yaml:"make"`
+	Path   string   `yaml:"path"`
+	Files  []string `yaml:"files"`
+	Size   string   `yaml:"size"`
+	SHA256 string   `yaml:"sha256"`
+	Note   string   `yaml:"note"`
+}
+
+// Claim is one checked statement of the paper.
+//
+// Output is either TestLog (the claim's command is a verbose Go test; the measured value is the
+// largest error the test printed, expected 0, and the claim passes when the test passed and every
+// printed error is within the tolerance) or the name of a CSV file the command writes under the
+// output directory, from which Measure selects the values compared with Expected.
+type Claim struct {
+	ID        string            `yaml:"id"`
+	Reference string            `yaml:"reference"`
+	Statement string            `yaml:"statement"`
+	Command   string            `yaml:"command"`
+	Requires  []string          `yaml:"requires"`
+	Output    string            `yaml:"output"`
+	Measure   Measure           `yaml:"measure"`
+	Expected  string            `yaml:"expected"`
+	Tolerance *Tolerance        `yaml:"tolerance"`
+	Time      map[string]string `yaml:"time"`
+	Note      string            `yaml:"note"`
+
+	line int // line of the claim in artifact.yaml
+}
+
+// TestLog is the Output of claims read from a verbose Go test log.
+const TestLog = "test-log"
+
+// Measure selects values from a CSV output.
+//
+//   - Column is the measured column; when Minus is set the measured value of a row is
+//     Column − Minus.
+//   - Where keeps the rows whose cell in the named column equals the given value; the values
+//     "max" and "min" keep the rows holding that column's largest or smallest number.
+//   - Group names the column whose values the ordering in Expected refers to (orderings only);
+//     each group must have exactly one selected row.
+type Measure struct {
+	Column string            `yaml:"column"`
+	Minus  string            `yaml:"minus"`
+	Where  map[string]string `yaml:"where"`
+	Group  string            `yaml:"group"`
+}
+
+// Tolerance is an absolute and/or relative tolerance. A value v matches the expected e when
+// |v − e| ≤ Absolute + Relative·|e|. In an ordering "a < b", the same slack applies to b:
+// the ordering holds when v_a < v_b + Absolute + Relative·|v_b|.
+type Tolerance struct {
+	Absolute *float64 `yaml:"absolute"`
+	Relative *float64 `yaml:"relative"`
+}
+
+// slack returns the allowed deviation around x.
+func (t *Tolerance) slack(x float64) float64 {
+	s := 0.0
+	if t.Absolute != nil {
+		s += *t.Absolute
+	}
+	if t.Relative != nil {
+		s += *t.Relative * abs(x)
+	}
+	return s
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -35,6 +35,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runTrain(args[1:], stdout, stderr)
 	case "figure":
 		return runFigure(args[1:], stdout, stderr)
+	case "verify":
+		return runVerify(args[1:], stdout, stderr)
 	default:
 		usage(stderr)
 		return fmt.Errorf("unknown subcommand %q", args[0])
@@ -47,6 +49,7 @@ func usage(w io.Writer) {
 subcommands:
   train    train Adam, SGN and/or FGN on features and write trace CSVs (fgn train --help)
   figure   regenerate a figure: fgn figure mechanism --profile quick|full|smoke (Figure 1)
+  verify   check every claim of artifact.yaml: fgn verify --profile quick|full [--artifact F] [--out DIR]
 
 GOMLX_BACKEND selects the backend: "go" (default), "xla:cuda", or "xla:/abs/path/pjrt_plugin.so".
 `)

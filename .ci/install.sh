@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Install steps shared by the Dockerfile and CI (.ci/run): the apt packages the build needs, the
+# Go tools GoNB uses (goimports, gopls) and the GoNB Jupyter kernel, all at pinned versions.
+# Idempotent and fast when everything is present: each step checks the installed version first.
+# JupyterLab itself (pip) and the CUDA PJRT plugin are installed by the Dockerfile only.
+set -euo pipefail
+
+GOPLS_VERSION=v0.23.0
+# goimports is golang.org/x/tools/cmd/goimports at the x/tools version gopls v0.23.0 requires.
+GOIMPORTS_VERSION=v0.47.1-0.20260707181000-a299dadba899
+GONB_VERSION=v0.11.4
+
+# installed_version BINARY MODULE_PATH prints the module version BINARY was built from ("" if none).
+installed_version() {
+  local bin
+  bin=$(command -v "$1" 2>/dev/null) || return 0
+  go version -m "$bin" 2>/dev/null | awk -v m="$2" '$1 == "mod" && $2 == m { print $3 }'
+}
+
+# go_install BINARY MODULE PACKAGE VERSION installs PACKAGE@VERSION unless BINARY already is it.
+go_install() {
+  if [ "$(installed_version "$1" "$2")" = "$4" ]; then
+    echo "install: $1 $4 present"
+  else
+    echo "install: go install $3@$4"
+    go install "$3@$4"
+  fi
+}
+
+# cgo (go-xla's PJRT loader) needs a C compiler.
+missing=()
+for pkg in gcc libc6-dev ca-certificates git; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install: apt-get install ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+export PATH="$(go env GOPATH)/bin:$PATH"
+go_install gopls golang.org/x/tools/gopls golang.org/x/tools/gopls "$GOPLS_VERSION"
+go_install goimports golang.org/x/tools golang.org/x/tools/cmd/goimports "$GOIMPORTS_VERSION"
+go_install gonb github.com/janpfeifer/gonb github.com/janpfeifer/gonb "$GONB_VERSION"
+
+# Register the GoNB kernel with Jupyter when Jupyter is there and the kernel is not.
+if command -v jupyter >/dev/null 2>&1; then
+  if jupyter kernelspec list 2>/dev/null | grep -q '^ *gonb '; then
+    echo "install: GoNB kernel registered"
+  else
+    echo "install: gonb --install"
+    gonb --install
+  fi
+else
+  echo "install: no jupyter on PATH; GoNB kernel not registered (the Dockerfile installs JupyterLab)"
+fi

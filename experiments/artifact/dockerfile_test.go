@@ -1,0 +1,159 @@
+package artifact
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// instruction is one Dockerfile instruction (continuation lines joined).
+type instruction struct {
+	line      int
+	cmd, args string
+}
+
+// parseDockerfile splits a Dockerfile into instructions: comments and blank lines are skipped,
+// lines ending in a backslash continue on the next line.
+func parseDockerfile(text string) []instruction {
+	var (
+		out  []instruction
+		cur  strings.Builder
+		line int
+	)
+	for i, l := range strings.Split(text, "\n") {
+		t := strings.TrimSpace(l)
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		if cur.Len() == 0 {
+			line = i + 1
+		}
+		if strings.HasSuffix(t, `\`) {
+			cur.WriteString(strings.TrimSuffix(t, `\`) + " ")
+			continue
+		}
+		cur.WriteString(t)
+		cmd, args, _ := strings.Cut(cur.String(), " ")
+		out = append(out, instruction{line: line, cmd: strings.ToUpper(cmd), args: strings.TrimSpace(args)})
+		cur.Reset()
+	}
+	return out
+}
+
+var knownInstructions = []string{"FROM", "RUN", "CMD", "LABEL", "EXPOSE", "ENV", "ADD", "COPY",
+	"ENTRYPOINT", "VOLUME", "USER", "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL", "HEALTHCHECK", "SHELL"}
+
+// lintDockerfile returns the problems of a Dockerfile for this artifact: unknown instructions,
+// unpinned images or packages, and missing parts of the artifact image.
+func lintDockerfile(text string) []string {
+	var problems []string
+	ins := parseDockerfile(text)
+	has := func(cmd, substr string) bool {
+		return slices.ContainsFunc(ins, func(in instruction) bool { return in.cmd == cmd && strings.Contains(in.args, substr) })
+	}
+	latest := regexp.MustCompile(`(?i)(:|@|\b)latest\b`)
+	pinned := regexp.MustCompile(`^[\w./-]+(:[\w.-]*\d[\w.-]*|@sha256:[0-9a-f]{64})$`)
+	sawFrom := false
+	for _, in := range ins {
+		if !slices.Contains(knownInstructions, in.cmd) {
+			problems = append(problems, "line "+strconv.Itoa(in.line)+": unknown instruction "+in.cmd)
+		}
+		if latest.MatchString(in.args) {
+			problems = append(problems, "line "+strconv.Itoa(in.line)+": uses \"latest\"")
+		}
+		switch in.cmd {
+		case "FROM":
+			sawFrom = true
+			image := strings.Fields(in.args)[0]
+			if !pinned.MatchString(image) {
+				problems = append(problems, "line "+strconv.Itoa(in.line)+": base image "+image+" is not pinned to a version")
+			}
+		case "RUN", "CMD", "ENTRYPOINT", "COPY", "ENV", "WORKDIR", "EXPOSE":
+			if !sawFrom {
+				problems = append(problems, "line "+strconv.Itoa(in.line)+": "+in.cmd+" before FROM")
+			}
+		}
+		if _, pkgs, ok := strings.Cut(in.args, "pip install "); in.cmd == "RUN" && ok {
+			pkgs, _, _ = strings.Cut(pkgs, "&&")
+			for _, f := range strings.Fields(pkgs) {
+				if !strings.HasPrefix(f, "-") && !strings.Contains(f, "==") {
+					problems = append(problems, "line "+strconv.Itoa(in.line)+": pip package "+f+" is not pinned with ==")
+				}
+			}
+		}
+	}
+	for _, want := range []struct{ cmd, substr, why string }{
+		{"RUN", "bash .ci/install.sh", "the install steps shared with CI (.ci/install.sh)"},
+		{"ENV", "GOMLX_NO_AUTO_INSTALL=1", "GOMLX_NO_AUTO_INSTALL=1 at run time"},
+		{"ENV", "GOEXPERIMENT=simd", "the SIMD build of fgn"},
+		{"RUN", "go build -o /usr/local/bin/fgn ./cmd/fgn", "the fgn binary on PATH"},
+		{"RUN", "./cmd/pjrt-install -plugin cuda13 -version", "the CUDA PJRT plugin at a pinned version"},
+		{"RUN", "jupyterlab==", "JupyterLab at a pinned version"},
+		{"EXPOSE", "8888", "EXPOSE 8888"},
+		{"CMD", `"--ip=0.0.0.0"`, "JupyterLab on 0.0.0.0"},
+		{"CMD", "notebooks", "JupyterLab opening notebooks/"},
+	} {
+		if !has(want.cmd, want.substr) {
+			problems = append(problems, "missing "+want.why+": no "+want.cmd+" containing "+want.substr)
+		}
+	}
+	for _, a := range ins {
+		if a.cmd == "ARG" && strings.HasSuffix(a.args, "VERSION") {
+			problems = append(problems, "line "+strconv.Itoa(a.line)+": ARG "+a.args+" has no pinned default")
+		}
+	}
+	return problems
+}
+
+func TestDockerfileLint(t *testing.T) {
+	data, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range lintDockerfile(string(data)) {
+		t.Errorf("Dockerfile: %s", p)
+	}
+	if _, err := os.Stat("../../.ci/install.sh"); err != nil {
+		t.Errorf("the Dockerfile runs .ci/install.sh: %v", err)
+	}
+}
+
+// TestDockerfileLintCatches checks that the linter reports each kind of problem.
+func TestDockerfileLintCatches(t *testing.T) {
+	good, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, old, new, want string }{
+		{"unpinned base", "FROM golang:1.26.5-bookworm", "FROM golang", "is not pinned"},
+		{"latest tag", "FROM golang:1.26.5-bookworm", "FROM golang:latest", "latest"},
+		{"unknown instruction", "EXPOSE 8888", "EXPOSE 8888\nPUBLISH 8888", "unknown instruction PUBLISH"},
+		{"no install script", "RUN bash .ci/install.sh", "RUN true", ".ci/install.sh"},
+		{"no port", "EXPOSE 8888", "EXPOSE 9999", "EXPOSE 8888"},
+		{"unpinned pip", `"jupyterlab==${JUPYTERLAB_VERSION}"`, "jupyterlab", "not pinned with =="},
+		{"unpinned ARG", "ARG JAX_PJRT_VERSION=0.8.0", "ARG JAX_PJRT_VERSION", "no pinned default"},
+		{"auto install on", "GOMLX_NO_AUTO_INSTALL=1", "GOMLX_NO_AUTO_INSTALL=0", "GOMLX_NO_AUTO_INSTALL=1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := strings.Replace(string(good), tc.old, strings.ReplaceAll(tc.new, "\\n", "\n"), 1)
+			if bad == string(good) {
+				t.Fatalf("the Dockerfile has no %q to replace", tc.old)
+			}
+			problems := strings.Join(lintDockerfile(bad), "; ")
+			if !strings.Contains(problems, tc.want) {
+				t.Errorf("lint of the modified Dockerfile: %q, want a problem containing %q", problems, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseDockerfile(t *testing.T) {
+	ins := parseDockerfile("# c\nFROM a:1\n\nRUN x \\\n && y\nCMD [\"z\"]\n")
+	want := []instruction{{2, "FROM", "a:1"}, {4, "RUN", "x  && y"}, {6, "CMD", `["z"]`}}
+	if !slices.Equal(ins, want) {
+		t.Errorf("parseDockerfile = %+v, want %+v", ins, want)
+	}
+}

@@ -6,6 +6,8 @@
 //	            synthetic Gaussian mixture) and write the trace CSVs
 //	fgn figure  regenerate a figure of the paper (mechanism: Figure 1) as CSV files and
 //	            SVG/PNG/PDF
+//	fgn headopt frozen-feature head optimisation on Cars196 features (Figure 2, Table 1):
+//	            a resumable multi-seed sweep; "fgn headopt select" chooses the hyper-parameters
 //
 // The backend is chosen by GOMLX_BACKEND (default: the pure-Go backend); see package
 // github.com/fgn-paper/fgn/fgn/backend.
@@ -35,6 +37,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runTrain(args[1:], stdout, stderr)
 	case "figure":
 		return runFigure(args[1:], stdout, stderr)
+	case "headopt":
+		return runHeadopt(args[1:], stdout, stderr)
 	default:
 		usage(stderr)
 		return fmt.Errorf("unknown subcommand %q", args[0])

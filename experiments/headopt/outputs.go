@@ -189,7 +189,7 @@ func LaTeX(t *report.Table, title string) (string, error) {
 		return "", err
 	}
 	seeds, _ := t.Floats("seeds")
-	esc := strings.NewReplacer("%", `\%`, "&", `\&`, "_", `\_`, "#", `\#`)
+	esc := strings.NewReplacer("%", `\%`, "&", `\&`, "_", `\_`, "#", `\#`, "±", `$\pm$`)
 	var b strings.Builder
 	b.WriteString("\\begin{table}[t]\n\\centering\n\\small\n\\setlength{\\tabcolsep}{4.5pt}\n\\caption{\n")
 	fmt.Fprintf(&b, "\\textbf{Frozen-feature linear-head summary on %s.}\n%s ``--'' means the threshold was not reached within the shared horizon.\n}\n",

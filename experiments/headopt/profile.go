@@ -29,7 +29,9 @@ type Profile struct {
 	SynthTrain, SynthTest, SynthDim, SynthClasses int
 	SynthSeparation                               float64
 	// SynthThresholds are the time-to-threshold accuracies (percent) reported on the stand-in,
-	// scaled to its accuracy range as 42/43/44 % are to Cars196's.
+	// placed as 42/43/44 % are on Cars196: just below the accuracies the methods end at (quick:
+	// measured, Adam 36 %, FGN 39 % at the horizon; full: the Cars196 values, the stand-in's
+	// separation not being tuned at that shape).
 	SynthThresholds []float64
 }
 
@@ -45,16 +47,17 @@ var paperMethods = []train.Method{train.Adam, train.SGN, train.FGN}
 //
 //   - full: the paper's protocol (batch 128, 150 epochs, 10 seeds, evaluation every 100 steps);
 //     the stand-in has Cars196's shapes (8144 train, 8041 test, d = 2048, C = 196);
-//   - quick: batch 128, 12 epochs, 3 seeds, evaluation every 16 steps, on a smaller stand-in
-//     (d = 512, C = 64) so the whole pipeline runs in a few minutes on 2 CPU cores;
+//   - quick: batch 128, 20 epochs, 3 seeds, evaluation every 16 steps, on a smaller stand-in
+//     (d = 1024, C = 96, 42 training examples per class as in Cars196) so the whole pipeline
+//     runs in a few minutes on 2 CPU cores;
 //   - smoke: tiny shapes and 2 seeds, well under a minute (CI and tests).
 var Profiles = map[string]Profile{
 	"full": {Name: "full", BatchSize: 128, Epochs: 150, Seeds: 10, EvalEvery: 100,
 		SynthTrain: 8144, SynthTest: 8041, SynthDim: 2048, SynthClasses: Cars196Classes, SynthSeparation: 0.06,
 		SynthThresholds: []float64{42, 43, 44}},
-	"quick": {Name: "quick", BatchSize: 128, Epochs: 12, Seeds: 3, EvalEvery: 16,
-		SynthTrain: 2688, SynthTest: 2688, SynthDim: 512, SynthClasses: 64, SynthSeparation: 0.12,
-		SynthThresholds: []float64{42, 43, 44}},
+	"quick": {Name: "quick", BatchSize: 128, Epochs: 20, Seeds: 3, EvalEvery: 16,
+		SynthTrain: 4032, SynthTest: 4032, SynthDim: 1024, SynthClasses: 96, SynthSeparation: 0.125,
+		SynthThresholds: []float64{36, 37, 38}},
 	"smoke": {Name: "smoke", BatchSize: 32, Epochs: 2, Seeds: 2, EvalEvery: 4,
 		SynthTrain: 192, SynthTest: 96, SynthDim: 16, SynthClasses: 4, SynthSeparation: 0.5,
 		SynthThresholds: []float64{50, 60, 70}},

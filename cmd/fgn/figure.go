@@ -66,7 +66,7 @@ func runFigureMechanism(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "backend: %s\ndevice: %s\n", backend.Describe(be), mechanism.Device())
+		fmt.Fprintf(stdout, "backend: %s\ndevice: %s\n", backend.Describe(be), report.Device())
 		if w := backend.SIMDWarning(be); w != "" && slices.Contains(which, "a") {
 			fmt.Fprintln(stderr, w)
 		}
@@ -96,7 +96,7 @@ func runFigureMechanism(args []string, stdout, stderr io.Writer) error {
 			if p == "a" {
 				profileNote = *profile
 			}
-			mechanism.Provenance(tab, be, profileNote, strings.TrimSpace(command), time.Now())
+			report.Provenance(tab, be, profileNote, strings.TrimSpace(command), time.Now())
 			path := filepath.Join(*out, file)
 			if err := tab.Write(path); err != nil {
 				return err

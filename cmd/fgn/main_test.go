@@ -9,6 +9,7 @@ import (
 
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/train"
+	"github.com/fgn-paper/fgn/features"
 )
 
 func TestRunErrors(t *testing.T) {
@@ -75,6 +76,68 @@ func TestTrainWritesTraces(t *testing.T) {
 		}
 		if !strings.Contains(stdout.String(), m) {
 			t.Errorf("summary lacks %s:\n%s", m, stdout.String())
+		}
+	}
+}
+
+func TestHeadoptErrorsWriteNothing(t *testing.T) {
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	for split, d := range map[string]int{"train": 3, "test": 4} {
+		s, err := train.GaussianMixture(1, 0, 20, d, 3, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, y := features.CachePaths(cache, split)
+		if err := s.Save(x, y); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "out")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"headopt"}, "name the data"},
+		{[]string{"headopt", "--features", filepath.Join(dir, "missing")}, "no such file or directory"},
+		{[]string{"headopt", "--features", cache}, "training features have dimension 3, test features 4"},
+		{[]string{"headopt", "--synthetic", "--features", cache}, "exclude each other"},
+		{[]string{"headopt", "--synthetic", "--profile", "huge"}, `unknown profile "huge"`},
+		{[]string{"headopt", "--synthetic", "--profile", "smoke", "--config", filepath.Join(dir, "none.json")}, "no such file"},
+		{[]string{"headopt", "select", "--features", cache}, "training features have dimension 3"},
+		{[]string{"headopt", "select", "--synthetic", "--profile", "smoke", "--val-fraction", "1.5"}, "fraction must be in (0, 1)"},
+	} {
+		var stdout, stderr bytes.Buffer
+		err := run(append(tc.args, "--out", out, "--quiet"), &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("run(%q) error = %v, want one containing %q", tc.args, err, tc.want)
+		}
+	}
+	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
+		t.Errorf("failed runs left %d files in %s", len(entries), out)
+	}
+}
+
+func TestHeadoptSelectThenRun(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if err := run([]string{"headopt", "select", "--synthetic", "--profile", "smoke", "--epochs", "1", "--out", out, "--quiet"}, &stdout, &stderr); err != nil {
+		t.Fatalf("select: %v\n%s", err, stderr.String())
+	}
+	config := filepath.Join(out, "headopt_config_synthetic_standin.json")
+	if err := run([]string{"headopt", "--synthetic", "--profile", "smoke", "--config", config, "--out", out, "--quiet"}, &stdout, &stderr); err != nil {
+		t.Fatalf("headopt: %v\n%s", err, stderr.String())
+	}
+	tab, err := report.Read(filepath.Join(out, "table1_synthetic_standin.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := tab.Lookup("hyper_parameters"); got != config || len(tab.Rows) != 3 {
+		t.Errorf("table: hyper-parameters from %q, %d rows; want %q and 3 rows", got, len(tab.Rows), config)
+	}
+	for _, ext := range []string{"svg", "png", "pdf"} {
+		if _, err := os.Stat(filepath.Join(out, "figure2_synthetic_standin."+ext)); err != nil {
+			t.Error(err)
 		}
 	}
 }

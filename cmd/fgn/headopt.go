@@ -1,0 +1,217 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fgn-paper/fgn/experiments/headopt"
+	"github.com/fgn-paper/fgn/experiments/report"
+	"github.com/fgn-paper/fgn/experiments/train"
+	"github.com/fgn-paper/fgn/fgn/backend"
+)
+
+const headoptUsage = `usage: fgn headopt [select] [flags]
+
+Frozen-feature head optimisation (paper sec. 5, app. F.2: Figure 2 and Table 1). Trains Adam,
+SGN and FGN (closed-form affine row Gram) on standardised features for every seed of the
+profile, writes each (method, seed) trace to <out>/traces_<data>/ when it finishes (a restarted
+sweep reads finished runs back), then Figure 2 and Table 1 to <out>.
+
+"fgn headopt select" grid-searches α (and λ for SGN/FGN) on a stratified validation split of
+the training features and writes the chosen configuration, which "fgn headopt --config FILE"
+then uses (without --config the paper's values are used).
+
+Data: --features DIR (a feature cache: train_/test_features.npy and _labels.npy), or
+--synthetic: a Gaussian-mixture stand-in, NOT Cars196, labelled so in every output.
+
+flags:
+`
+
+// headoptFlags are the flags shared by the sweep and the selection.
+type headoptFlags struct {
+	features, profile, out, backend *string
+	synthetic, quiet                *bool
+	classes                         *int
+}
+
+func addHeadoptFlags(fs *flag.FlagSet) *headoptFlags {
+	return &headoptFlags{
+		features:  fs.String("features", "", "feature cache directory (train_/test_ features and labels .npy)"),
+		synthetic: fs.Bool("synthetic", false, "use the synthetic Gaussian-mixture stand-in (NOT Cars196) of the profile's shape"),
+		profile:   fs.String("profile", "quick", "full (paper: batch 128, 150 epochs, 10 seeds), quick (minutes on a CPU) or smoke (CI)"),
+		classes:   fs.Int("classes", headopt.Cars196Classes, "number of classes of the feature cache"),
+		out:       fs.String("out", "figures", "output directory"),
+		backend:   fs.String("backend", "", "backend, as GOMLX_BACKEND (default: $GOMLX_BACKEND, else pure Go)"),
+		quiet:     fs.Bool("quiet", false, "no progress bars or per-run lines"),
+	}
+}
+
+// load returns the profile and the data the flags name.
+func (f *headoptFlags) load() (headopt.Profile, *headopt.Data, error) {
+	p, err := headopt.ProfileNamed(*f.profile)
+	if err != nil {
+		return p, nil, err
+	}
+	switch {
+	case *f.synthetic && *f.features != "":
+		return p, nil, fmt.Errorf("headopt: --features and --synthetic exclude each other")
+	case *f.synthetic:
+		d, err := headopt.Synthetic(p)
+		return p, d, err
+	case *f.features != "":
+		d, err := headopt.LoadCache(*f.features, *f.classes)
+		return p, d, err
+	}
+	return p, nil, fmt.Errorf("headopt: name the data: --features DIR (a feature cache) or --synthetic (a stand-in, not Cars196)")
+}
+
+// runProgress returns the per-run progress bars, labelled with the run's place in the sweep.
+func runProgress(w io.Writer, quiet bool) func(k, n int, m train.Method, seed uint64) func(done, total int) {
+	if quiet {
+		return nil
+	}
+	return func(k, n int, m train.Method, seed uint64) func(done, total int) {
+		return progress(w, fmt.Sprintf("run %d/%d %s seed %d", k, n, m, seed))
+	}
+}
+
+// runHeadopt is the "headopt" subcommand.
+func runHeadopt(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "select" {
+		return runHeadoptSelect(args[1:], stdout, stderr)
+	}
+	fs := newFlagSet("headopt", stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, headoptUsage); fs.PrintDefaults() }
+	hf := addHeadoptFlags(fs)
+	config := fs.String("config", "", "hyper-parameter file written by fgn headopt select (default: the paper's values)")
+	thresholdsFlag := fs.String("thresholds", "", "comma-separated time-to-threshold accuracies in percent (default: 42,43,44 on Cars196, the profile's scaled ones on the stand-in)")
+	gridPoints := fs.Int("grid-points", 1001, "points of the shared wall-time grid")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("headopt: unexpected argument %q", fs.Arg(0))
+	}
+	p, d, err := hf.load()
+	if err != nil {
+		return err
+	}
+	thresholds := headopt.Cars196Thresholds
+	if d.Synthetic {
+		thresholds = p.SynthThresholds
+	}
+	if *thresholdsFlag != "" {
+		if thresholds, err = parseFloats(*thresholdsFlag); err != nil {
+			return fmt.Errorf("--thresholds: %w", err)
+		}
+	}
+	hypers := map[train.Method]train.Hyper{}
+	hyperSource := "paper values (app. F.2)"
+	if *config != "" {
+		if hypers, _, err = headopt.ReadSelection(*config, d.Tag(), p.Methods); err != nil {
+			return err
+		}
+		hyperSource = *config
+	}
+	be, err := newBackend(*hf.backend)
+	if err != nil {
+		return err
+	}
+	if w := backend.SIMDWarning(be); w != "" {
+		fmt.Fprintln(stderr, w)
+	}
+	command := strings.TrimSpace("fgn headopt " + strings.Join(args, " "))
+	files := headopt.FilesFor(*hf.out, d.Tag())
+	fmt.Fprintf(stdout, "backend: %s\ndevice: %s\ndata: %s\nprofile: %s (%d seeds, %d epochs, batch %d)\nhyper-parameters: %s\ntraces: %s\n",
+		backend.Describe(be), report.Device(), d.Source, p.Name, p.Seeds, p.Epochs, p.BatchSize, hyperSource, files.TracesDir)
+	cfg := headopt.SweepConfig{Profile: p, Hypers: hypers, Dir: files.TracesDir, Command: command,
+		RunProgress: runProgress(stderr, *hf.quiet)}
+	if !*hf.quiet {
+		cfg.Log = stdout
+	}
+	runs, err := headopt.Sweep(be, cfg, d)
+	if err != nil {
+		return err
+	}
+	paths, err := headopt.WriteAll(runs, p.Methods, d, files, thresholds, *gridPoints, func(t *report.Table) {
+		t.Comment("hyper_parameters", hyperSource)
+		report.Provenance(t, be, p.Name, command, time.Now())
+	})
+	for _, path := range paths {
+		fmt.Fprintf(stdout, "wrote %s\n", path)
+	}
+	if err != nil {
+		return err
+	}
+	if md, err := os.ReadFile(files.Table + ".md"); err == nil {
+		fmt.Fprintf(stdout, "\n%s", md)
+	}
+	return nil
+}
+
+// runHeadoptSelect is "headopt select".
+func runHeadoptSelect(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("headopt select", stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, headoptUsage); fs.PrintDefaults() }
+	hf := addHeadoptFlags(fs)
+	file := fs.String("config", "", "output configuration file (default: <out>/headopt_config_<data>.json)")
+	fraction := fs.Float64("val-fraction", 0.1, "stratified fraction of every class of the training split held out for validation")
+	epochs := fs.Int("epochs", 0, "epochs per candidate (0: the profile's)")
+	seed := fs.Uint64("seed", 1, "seed of the validation split and of the candidate runs")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("headopt select: unexpected argument %q", fs.Arg(0))
+	}
+	p, d, err := hf.load()
+	if err != nil {
+		return err
+	}
+	be, err := newBackend(*hf.backend)
+	if err != nil {
+		return err
+	}
+	path := *file
+	if path == "" {
+		path = filepath.Join(*hf.out, "headopt_config_"+d.Tag()+".json")
+	}
+	fmt.Fprintf(stdout, "backend: %s\ndata: %s\nselection: profile %s, validation fraction %g of the training split\n",
+		backend.Describe(be), d.Source, p.Name, *fraction)
+	cfg := headopt.SelectConfig{Profile: p, Grid: headopt.DefaultGrid(), Epochs: *epochs, ValidationFraction: *fraction,
+		Seed: *seed, RunProgress: runProgress(stderr, *hf.quiet)}
+	if !*hf.quiet {
+		cfg.Log = stdout
+	}
+	sel, err := headopt.Select(be, cfg, d)
+	if err != nil {
+		return err
+	}
+	if err := sel.Write(path); err != nil {
+		return err
+	}
+	for _, m := range p.Methods {
+		c := sel.Chosen[m]
+		fmt.Fprintf(stdout, "chosen %-4s α=%g λ=%g\n", m, c.Alpha, c.Lambda)
+	}
+	fmt.Fprintf(stdout, "wrote %s (use: fgn headopt --config %s)\n", path, path)
+	return nil
+}
+
+func parseFloats(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

@@ -1,0 +1,171 @@
+package headopt
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gomlx/compute"
+
+	"github.com/fgn-paper/fgn/experiments/report"
+	"github.com/fgn-paper/fgn/experiments/train"
+	"github.com/fgn-paper/fgn/fgn/backend"
+)
+
+// SweepConfig configures the final runs.
+type SweepConfig struct {
+	Profile Profile
+	// Hypers holds each method's hyper-parameters (from a selection file); a missing method or
+	// zero fields take the paper's values (train.Hyper.WithDefaults).
+	Hypers map[train.Method]train.Hyper
+	// Dir is the directory of the per-run trace CSVs (TracePath).
+	Dir string
+	// Command is recorded in the provenance comments.
+	Command string
+	// RunProgress, when set, returns the step-progress callback of run k of n (1-based).
+	RunProgress func(k, n int, m train.Method, seed uint64) func(done, total int)
+	// Log, when set, gets one line per run (done, or read back) with the sweep's progress.
+	Log io.Writer
+}
+
+// TracePath is the trace CSV of one (method, seed) run in dir.
+func TracePath(dir string, m train.Method, seed uint64) string {
+	return filepath.Join(dir, fmt.Sprintf("%s_seed%d.csv", m, seed))
+}
+
+// identityKeys are the trace comments that must match for a finished run to be reused: the
+// run's whole configuration, its data and its backend (timings are only comparable on one).
+var identityKeys = []string{"method", "model", "alpha", "lambda", "cg_max_iterations", "cg_tolerance", "classes",
+	"batch_size", "epochs", "eval_every", "seed", "backend", "data"}
+
+// Sweep runs every (method, seed) of the profile on the data, standardised with the training
+// mean and standard deviation, and returns the runs in (method, seed) order.
+//
+// Resumption: a run whose trace CSV exists in cfg.Dir is read back instead of run, after
+// checking that the configuration recorded in its comments (identityKeys) equals this sweep's;
+// a mismatch is an error naming the file and the field (finished results are never silently
+// overwritten: move them away or use another directory). Each new run's trace is written
+// atomically when the run finishes, so an interrupted sweep loses at most the run in flight;
+// temporary files that an interrupted write left behind are removed at the start.
+func Sweep(be compute.Backend, cfg SweepConfig, d *Data) ([]Run, error) {
+	p := cfg.Profile
+	if p.Seeds < 1 || len(p.Methods) == 0 {
+		return nil, fmt.Errorf("headopt: a sweep needs ≥ 1 seed and ≥ 1 method, got %d and %d", p.Seeds, len(p.Methods))
+	}
+	if err := removeStaleTemps(cfg.Dir); err != nil {
+		return nil, err
+	}
+	trainSet, tests, err := standardized(d.Train, d.Test)
+	if err != nil {
+		return nil, err
+	}
+	testSet := tests[0]
+	steps := p.Epochs * ((trainSet.N + p.BatchSize - 1) / p.BatchSize)
+	total := len(p.Methods) * p.Seeds
+	start := time.Now()
+	var runs []Run
+	k := 0
+	for _, m := range p.Methods {
+		for seed := uint64(1); seed <= uint64(p.Seeds); seed++ {
+			k++
+			rc := train.Config{Method: m, Hyper: cfg.Hypers[m], Classes: d.Classes, BatchSize: p.BatchSize,
+				Epochs: p.Epochs, EvalEvery: p.EvalEvery, Seed: seed}
+			want := (&train.Trace{Config: rc, Hyper: rc.Hyper.WithDefaults(m), Backend: backend.Describe(be),
+				Classes: d.Classes}).Table()
+			want.Comment("data", d.Source)
+			path := TracePath(cfg.Dir, m, seed)
+			run, found, err := readFinished(path, want, steps)
+			if err != nil {
+				return nil, err
+			}
+			status := "read back"
+			if !found {
+				if cfg.RunProgress != nil {
+					rc.Progress = cfg.RunProgress(k, total, m, seed)
+				}
+				tr, err := train.Run(be, rc, trainSet, testSet)
+				if err != nil {
+					return nil, fmt.Errorf("headopt: %s seed %d: %w", m, seed, err)
+				}
+				tab := tr.Table()
+				tab.Comment("data", d.Source)
+				addProvenance(tab, be, p.Name, cfg.Command)
+				if err := tab.Write(path); err != nil {
+					return nil, err
+				}
+				run = Run{Method: m, Seed: seed, Points: tr.Points}
+				status = "done"
+			}
+			runs = append(runs, run)
+			if cfg.Log != nil {
+				fmt.Fprintf(cfg.Log, "run %d/%d %-4s seed %-2d %-9s final test acc %6.2f%%, %8.3f s optimisation  (sweep %s)\n",
+					k, total, m, seed, status, 100*run.Points[len(run.Points)-1].EvalAccuracy, run.FinalSeconds(),
+					time.Since(start).Round(time.Second))
+			}
+		}
+	}
+	return runs, nil
+}
+
+// readFinished reads the finished run at path, if any, checking it against the expected
+// configuration comments and number of steps.
+func readFinished(path string, want *report.Table, steps int) (Run, bool, error) {
+	if _, err := os.Stat(path); os.IsNotExist(err) {
+		return Run{}, false, nil
+	}
+	tab, err := report.Read(path)
+	if err != nil {
+		return Run{}, false, fmt.Errorf("headopt: reading finished run: %w", err)
+	}
+	for _, key := range identityKeys {
+		w, inWant := want.Lookup(key)
+		g, inGot := tab.Lookup(key)
+		if inWant != inGot || w != g {
+			return Run{}, false, fmt.Errorf("headopt: %s was written with %s = %q, but this sweep has %q; "+
+				"finished runs are never overwritten: move the file away or use another output directory", path, key, g, w)
+		}
+	}
+	points, err := train.PointsFromTable(tab)
+	if err != nil {
+		return Run{}, false, fmt.Errorf("headopt: %s: %w", path, err)
+	}
+	if len(points) == 0 || points[len(points)-1].Step != steps {
+		return Run{}, false, fmt.Errorf("headopt: %s does not end at step %d (a finished run of this sweep does)", path, steps)
+	}
+	m, _ := want.Lookup("method")
+	var seed uint64
+	s, _ := want.Lookup("seed")
+	if _, err := fmt.Sscan(s, &seed); err != nil {
+		return Run{}, false, fmt.Errorf("headopt: %s: seed %q: %w", path, s, err)
+	}
+	return Run{Method: train.Method(m), Seed: seed, Points: points}, true, nil
+}
+
+// removeStaleTemps deletes the temporary files (atomicfile's ".<name>.tmp-*") that a sweep
+// killed while writing a trace left in dir. Only one sweep may use a directory at a time.
+func removeStaleTemps(dir string) error {
+	stale, err := filepath.Glob(filepath.Join(dir, ".*.csv.tmp-*"))
+	if err != nil {
+		return err
+	}
+	for _, f := range stale {
+		if err := os.Remove(f); err != nil {
+			return fmt.Errorf("headopt: removing an interrupted write: %w", err)
+		}
+	}
+	return nil
+}
+
+// addProvenance adds report.Provenance's comments (backend, device, build, profile, command,
+// date) that t does not have yet.
+func addProvenance(t *report.Table, be compute.Backend, profile, command string) {
+	p := report.NewTable()
+	report.Provenance(p, be, profile, command, time.Now())
+	for _, kv := range p.Comments {
+		if _, ok := t.Lookup(kv[0]); !ok {
+			t.Comment(kv[0], kv[1])
+		}
+	}
+}

@@ -1,0 +1,221 @@
+package headopt
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fgn-paper/fgn/experiments/report"
+	"github.com/fgn-paper/fgn/experiments/train"
+	"github.com/fgn-paper/fgn/features"
+	"github.com/fgn-paper/fgn/fgn/backend"
+)
+
+func smoke(t *testing.T) (Profile, *Data) {
+	t.Helper()
+	p, err := ProfileNamed("smoke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Synthetic(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, d
+}
+
+// deterministic are the trace columns that do not depend on the clock.
+var deterministic = []string{"step", "epoch", "train_loss", "eval_loss", "eval_accuracy", "cg_iterations",
+	"cg_residual", "mean_p_dagger", "mean_xi"}
+
+func TestSweepResumes(t *testing.T) {
+	be, err := backend.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, d := smoke(t)
+	dir := t.TempDir()
+	var log bytes.Buffer
+	cfg := SweepConfig{Profile: p, Dir: dir, Command: "test", Log: &log}
+	first, err := Sweep(be, cfg, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(log.String(), " done "); n != len(p.Methods)*p.Seeds {
+		t.Fatalf("first sweep ran %d runs, want %d:\n%s", n, len(p.Methods)*p.Seeds, log.String())
+	}
+	victim := TracePath(dir, train.SGN, 2)
+	before, err := report.Read(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Simulate a crash: the run in flight left no trace, only an interrupted temporary file.
+	if err := os.Remove(victim); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(dir, ".sgn_seed2.csv.tmp-123")
+	if err := os.WriteFile(stale, []byte("# method: sgn\nstep,ep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log.Reset()
+	second, err := Sweep(be, cfg, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(log.String(), " done "); got != 1 || !strings.Contains(log.String(), "sgn  seed 2  done") {
+		t.Errorf("resumed sweep should redo only sgn seed 2:\n%s", log.String())
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the interrupted temporary file was not removed (stat: %v)", err)
+	}
+	after, err := report.Read(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, col := range deterministic {
+		b, _ := before.Floats(col)
+		a, err := after.Floats(col)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.EqualFunc(a, b, func(x, y float64) bool { return x == y || (x != x && y != y) }) {
+			t.Errorf("redone run's %s differs from the first (want bit-identical on the pure-Go backend):\n%v\n%v", col, b, a)
+		}
+	}
+	if len(first) != len(second) {
+		t.Fatalf("%d runs, then %d", len(first), len(second))
+	}
+	for i := range first {
+		if first[i].Method != second[i].Method || first[i].Seed != second[i].Seed {
+			t.Errorf("run %d: %s/%d, then %s/%d", i, first[i].Method, first[i].Seed, second[i].Method, second[i].Seed)
+		}
+	}
+
+	// A changed configuration refuses to reuse the finished runs and overwrites nothing.
+	changed := cfg
+	changed.Hypers = map[train.Method]train.Hyper{train.Adam: {Alpha: 1e-2}}
+	if _, err := Sweep(be, changed, d); err == nil || !strings.Contains(err.Error(), `alpha = "0.0003", but this sweep has "0.01"`) {
+		t.Errorf("sweep with another α over finished runs: error %v, want an alpha mismatch", err)
+	}
+	changed = cfg
+	changed.Profile.Epochs++
+	if _, err := Sweep(be, changed, d); err == nil || !strings.Contains(err.Error(), "epochs") {
+		t.Errorf("sweep with more epochs over finished runs: error %v, want an epochs mismatch", err)
+	}
+
+	// The outputs.
+	out := t.TempDir()
+	files := FilesFor(out, d.Tag())
+	paths, err := WriteAll(second, p.Methods, d, files, p.SynthThresholds, 101, func(*report.Table) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range paths {
+		if !strings.Contains(filepath.Base(path), "synthetic") {
+			t.Errorf("output %s made from the stand-in does not say synthetic in its name", path)
+		}
+	}
+	if len(paths) != 7 {
+		t.Errorf("wrote %d files, want 7 (curves, 3 figure formats, 3 table formats): %v", len(paths), paths)
+	}
+	md, err := os.ReadFile(files.Table + ".md")
+	if err != nil || !strings.Contains(string(md), "synthetic stand-in, NOT Cars196") {
+		t.Errorf("table caption does not name the stand-in (%v):\n%s", err, md)
+	}
+}
+
+func TestSelectionFeedsTheRun(t *testing.T) {
+	be, err := backend.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, d := smoke(t)
+	p.Seeds = 1
+	grid := map[train.Method][]train.Hyper{
+		train.Adam: {{Alpha: 1e-3}, {Alpha: 0.05}},
+		train.SGN:  {{Alpha: 0.1, Lambda: 1}, {Alpha: 0.5, Lambda: 0.5}},
+		train.FGN:  {{Alpha: 0.1, Lambda: 1}, {Alpha: 0.5, Lambda: 0.5}},
+	}
+	sel, err := Select(be, SelectConfig{Profile: p, Grid: grid, ValidationFraction: 0.25, Seed: 3}, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sel.Candidates) != 6 {
+		t.Fatalf("%d candidates, want 6", len(sel.Candidates))
+	}
+	// The chosen candidate of each method has the best validation accuracy.
+	for _, m := range p.Methods {
+		var best *Candidate
+		for i := range sel.Candidates {
+			if c := &sel.Candidates[i]; c.Method == m && c.Error == "" && (best == nil || better(*c, *best)) {
+				best = c
+			}
+		}
+		if best == nil || sel.Chosen[m].Alpha != best.Alpha || sel.Chosen[m].Lambda != best.Lambda {
+			t.Errorf("%s: chose %+v, best candidate %+v", m, sel.Chosen[m], best)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "config.json")
+	if err := sel.Write(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ReadSelection(path, "cars196", p.Methods); err == nil || !strings.Contains(err.Error(), "selected on") {
+		t.Errorf("reading a stand-in selection for Cars196: error %v, want a data mismatch", err)
+	}
+	hypers, _, err := ReadSelection(path, d.Tag(), p.Methods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := Sweep(be, SweepConfig{Profile: p, Hypers: hypers, Dir: dir}, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range p.Methods {
+		tab, err := report.Read(TracePath(dir, m, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := tab.Lookup("alpha"); got != report.Format(sel.Chosen[m].Alpha) {
+			t.Errorf("%s trace ran with α = %s, the selection chose %g", m, got, sel.Chosen[m].Alpha)
+		}
+	}
+}
+
+func TestLoadCacheErrors(t *testing.T) {
+	mk := func(dir, split string, s *features.Set) {
+		t.Helper()
+		x, y := features.CachePaths(dir, split)
+		if err := s.Save(x, y); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set := func(n, d int, label int32) *features.Set {
+		s := &features.Set{X: make([]float32, n*d), Y: make([]int32, n), N: n, D: d}
+		s.Y[n-1] = label
+		return s
+	}
+	root := t.TempDir()
+	dims := filepath.Join(root, "dims")
+	mk(dims, "train", set(4, 3, 1))
+	mk(dims, "test", set(4, 5, 1))
+	labels := filepath.Join(root, "labels")
+	mk(labels, "train", set(4, 3, 196))
+	mk(labels, "test", set(4, 3, 1))
+	noTest := filepath.Join(root, "notest")
+	mk(noTest, "train", set(4, 3, 1))
+	for _, tc := range []struct {
+		dir, want string
+	}{
+		{filepath.Join(root, "missing"), "no such file or directory"},
+		{dims, "training features have dimension 3, test features 5"},
+		{labels, "label 196 of example 3 is outside [0, 196)"},
+		{noTest, "test_features.npy"},
+	} {
+		if _, err := LoadCache(tc.dir, Cars196Classes); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("LoadCache(%s): error %v, want one containing %q", tc.dir, err, tc.want)
+		}
+	}
+}

@@ -238,8 +238,8 @@ func Caption(ts *Tables) (string, error) {
 		"FGN is row-space CG through the generic JVP/VJP closures (as timed in the paper); FGN (closed form) uses the affine-head "+
 		"row Gram of appendix F.2. λ = 1, CG budget 5. %s. %s. Profile %s.\n",
 		get(ts.StepTime, "parameters"), get(ts.StepTime, "steps"), get(ts.StepTime, "profile"))
-	fmt.Fprintf(&b, "Measured on %s, backend %s (%s), %s.\n", get(ts.StepTime, "device"), get(ts.StepTime, "backend"),
-		get(ts.StepTime, "build"), get(ts.StepTime, "date"))
+	fmt.Fprintf(&b, "Measured on %s, backend %s (%s), %s; host %s.\n", get(ts.StepTime, "device"), get(ts.StepTime, "backend"),
+		get(ts.StepTime, "build"), get(ts.StepTime, "date"), get(ts.StepTime, "host load"))
 	if sgn := series[plot.SGN]; sgn != nil {
 		last := len(sgn.classes) - 1
 		for _, m := range []plot.Method{plot.FGN, plot.FGNClosedForm} {

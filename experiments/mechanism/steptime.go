@@ -269,6 +269,7 @@ func StepTime(backend compute.Backend, c StepTimeConfig, progress io.Writer) (*r
 	t.Comment("data", "x_i ~ N(0, I_d) float32, labels uniform on [0, C); features generated and moved to the device before timing")
 	t.Comment("methods", "adam: gomlx optimizer.Adam; sgn: fgn.SGNDirection (parameter-space CG, cold start); fgn: fgn.FGNDirection over fgn.Linearize (row-space CG, generic JVP/VJP); fgn_closed_form: fgn.FGNAffineDirection (closed-form affine row Gram, feature Gram recomputed per step)")
 
+	loadBefore := report.LoadAverage()
 	for _, numClasses := range c.Classes {
 		labels, err := uniformLabels(backend, c, numClasses, len(features))
 		if err != nil {
@@ -288,6 +289,7 @@ func StepTime(backend compute.Backend, c StepTimeConfig, progress io.Writer) (*r
 		finalizeAll(labels)
 	}
 	_ = bar.Finish()
+	t.Comment("host load", fmt.Sprintf("1/5/15-min load averages %s before, %s after the sweep", loadBefore, report.LoadAverage()))
 	return t, nil
 }
 

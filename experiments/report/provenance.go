@@ -48,3 +48,17 @@ func Device() string {
 	}
 	return fmt.Sprintf("%s, %d logical CPUs%s (%s/%s)", model, runtime.NumCPU(), simd, runtime.GOOS, runtime.GOARCH)
 }
+
+// LoadAverage returns the host's 1-, 5- and 15-minute load averages (from /proc/loadavg), or
+// "unknown" where they cannot be read. Timings taken on a shared host record it.
+func LoadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}

@@ -1,0 +1,99 @@
+package mechanism
+
+import (
+	"bytes"
+	"image/png"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fgn-paper/fgn/experiments/report"
+)
+
+// writeTinyTables writes the three panel tables, at test sizes, into dir.
+func writeTinyTables(t *testing.T, dir string) {
+	t.Helper()
+	stepTime, err := StepTime(testBackend, tinyStepTime(t), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trace, err := Trace(testBackend, TraceConfig{PStar: 0.6, Classes: 10, Points: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agreement, err := Agreement(testBackend, AgreementConfig{Classes: 10, PStar: 0.7, Eta: 1.25, Beta: 3, TMax: 1,
+		Scales: []float64{0.01, 0.1, 1}, Points: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for name, tab := range map[string]interface {
+		Write(string) error
+	}{StepTimeFile: stepTime, TraceFile: trace, AgreementFile: agreement} {
+		switch name {
+		case StepTimeFile:
+			report.Provenance(stepTime, testBackend, "test", "go test", now)
+		case TraceFile:
+			report.Provenance(trace, testBackend, "n/a", "go test", now)
+		default:
+			report.Provenance(agreement, testBackend, "n/a", "go test", now)
+		}
+		if err := tab.Write(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestFigureFromCSV draws the triptych and its caption from CSV files alone.
+func TestFigureFromCSV(t *testing.T) {
+	dir := t.TempDir()
+	writeTinyTables(t, dir)
+	tables, err := ReadTables(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, err := Figure(tables, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{FigureBase + ".svg", FigureBase + ".png", FigureBase + ".pdf", CaptionFile}
+	if len(paths) != len(want) {
+		t.Fatalf("wrote %v, want %v", paths, want)
+	}
+	for i, p := range paths {
+		if filepath.Base(p) != want[i] {
+			t.Errorf("wrote %s, want %s", p, want[i])
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, FigureBase+".png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := png.Decode(bytes.NewReader(data)); err != nil {
+		t.Fatalf("PNG does not decode: %v", err)
+	}
+	caption, err := os.ReadFile(filepath.Join(dir, CaptionFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"Profile test", "FGN/SGN median step-time ratio", "FGN (closed form)/SGN", "t_max=1", report.Device()} {
+		if !strings.Contains(string(caption), s) {
+			t.Errorf("caption lacks %q:\n%s", s, caption)
+		}
+	}
+}
+
+func TestReadTablesMissing(t *testing.T) {
+	dir := t.TempDir()
+	writeTinyTables(t, dir)
+	if err := os.Remove(filepath.Join(dir, TraceFile)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ReadTables(dir)
+	if err == nil || !strings.Contains(err.Error(), "--panels b") {
+		t.Errorf("ReadTables without the trace CSV: error %v, want one naming --panels b", err)
+	}
+}

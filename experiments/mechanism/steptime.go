@@ -131,8 +131,7 @@ var StepTimeColumns = []string{"classes", "method", "warmup", "steps", "median_m
 
 // stepFunc builds one optimiser step into a compiled graph: it reads the head's parameters from
 // their variables, stores their updated values with SetNodeValue, and returns the batch loss.
-// There is one per method (adamStep, sgnStep, fgnStep, fgnClosedFormStep); each is the only
-// place that method's update is assembled.
+// Adam is GoMLX's optimizer.Adam; SGN and FGN are the fgn optimizers (gnStep).
 type stepFunc func(scope *model.Scope, h, labels *Node, w, bias *model.Variable) *Node
 
 func headOf(h *Node, w, bias *model.Variable) *fgn.AffineHead {
@@ -149,53 +148,38 @@ func adamStep(lr float64) stepFunc {
 	}
 }
 
-// secondOrderStep applies w ← w + α d for the direction built by direction.
-func secondOrderStep(alpha float64, direction func(head *fgn.AffineHead, labels *Node) *fgn.Direction) stepFunc {
-	return func(_ *model.Scope, h, labels *Node, w, bias *model.Variable) *Node {
-		head := headOf(h, w, bias)
-		dir := direction(head, labels)
-		a := Scalar(h.Graph(), head.W.DType(), alpha)
-		w.SetNodeValue(Add(head.W, Mul(a, dir.D[0])))
-		bias.SetNodeValue(Add(head.Bias, Mul(a, dir.D[1])))
-		return dir.Loss
+// gnStep is one step of an fgn.Optimizer (FGN or SGN) on the head, linearised by lin: the
+// optimizer computes the direction and updates the variables.
+func gnStep(opt fgn.Optimizer, lin func(head *fgn.AffineHead) fgn.Linearization) stepFunc {
+	return func(scope *model.Scope, h, labels *Node, w, bias *model.Variable) *Node {
+		return opt.UpdateGraph(scope, lin(headOf(h, w, bias)), labels).Loss
 	}
 }
 
-// sgnStep is the damped full-softmax-GGN direction by parameter-space CG (fgn.SGNDirection),
-// cold-started at every step.
-func sgnStep(alpha float64, cfg fgn.Config) stepFunc {
-	return secondOrderStep(alpha, func(head *fgn.AffineHead, labels *Node) *fgn.Direction {
-		return fgn.SGNDirection(head, labels, nil, cfg)
-	})
-}
+// closedForm linearises the head with its closed-form products: FGN then uses the affine row
+// Gram of appendix F.2 (the feature Gram h hᵀ + 1 recomputed at every step), SGN the closed-form
+// Jacobian products.
+func closedForm(head *fgn.AffineHead) fgn.Linearization { return head }
 
-// fgnStep is FGN as timed in the paper: row-space CG through the generic autodiff JVP/VJP
-// closures of fgn.Linearize.
-func fgnStep(alpha float64, cfg fgn.Config) stepFunc {
-	return secondOrderStep(alpha, func(head *fgn.AffineHead, labels *Node) *fgn.Direction {
-		return fgn.FGNDirection(fgn.Linearize(head.Logits(), head.Params()), labels, nil, cfg)
-	})
-}
-
-// fgnClosedFormStep is FGN with the closed-form affine row Gram (appendix F.2); the feature Gram
-// h hᵀ + 1 is recomputed at every step.
-func fgnClosedFormStep(alpha float64, cfg fgn.Config) stepFunc {
-	return secondOrderStep(alpha, func(head *fgn.AffineHead, labels *Node) *fgn.Direction {
-		return fgn.FGNAffineDirection(head, labels, nil, cfg)
-	})
+// generic linearises the head through the autodiff JVP/VJP closures of fgn.Linearize, as FGN is
+// timed in the paper.
+func generic(head *fgn.AffineHead) fgn.Linearization {
+	return fgn.Linearize(head.Logits(), head.Params())
 }
 
 func (c StepTimeConfig) step(m plot.Method) stepFunc {
-	cfg := fgn.Config{Lambda: c.Lambda, CG: fgn.CGSettings{MaxIter: c.CGIters, Tol: fgn.DefaultCGSettings.Tol}}
+	configure := func(o *fgn.GNConfig) fgn.Optimizer {
+		return o.LearningRate(c.StepSize).Damping(c.Lambda).CGMaxIterations(c.CGIters).Done()
+	}
 	switch m {
 	case plot.Adam:
 		return adamStep(c.AdamLR)
-	case plot.SGN:
-		return sgnStep(c.StepSize, cfg)
+	case plot.SGN: // warm-started, as in the paper
+		return gnStep(configure(fgn.SGN()), closedForm)
 	case plot.FGN:
-		return fgnStep(c.StepSize, cfg)
+		return gnStep(configure(fgn.FGN()), generic)
 	default:
-		return fgnClosedFormStep(c.StepSize, cfg)
+		return gnStep(configure(fgn.FGN()), closedForm)
 	}
 }
 
@@ -267,7 +251,7 @@ func StepTime(backend compute.Backend, c StepTimeConfig, progress io.Writer) (*r
 	}
 	t.Comment("steps", fmt.Sprintf("%d warm-up, %d timed per (C, method)%s; a step is timed from the call until its loss is on the host", c.Warmup, c.Steps, warmLarge))
 	t.Comment("data", "x_i ~ N(0, I_d) float32, labels uniform on [0, C); features generated and moved to the device before timing")
-	t.Comment("methods", "adam: gomlx optimizer.Adam; sgn: fgn.SGNDirection (parameter-space CG, cold start); fgn: fgn.FGNDirection over fgn.Linearize (row-space CG, generic JVP/VJP); fgn_closed_form: fgn.FGNAffineDirection (closed-form affine row Gram, feature Gram recomputed per step)")
+	t.Comment("methods", "adam: gomlx optimizer.Adam; sgn: fgn.SGN optimizer (parameter-space CG, warm start); fgn: fgn.FGN over fgn.Linearize (row-space CG, generic JVP/VJP); fgn_closed_form: fgn.FGN over fgn.AffineHead (closed-form affine row Gram, feature Gram recomputed per step)")
 
 	loadBefore := report.LoadAverage()
 	for _, numClasses := range c.Classes {

@@ -66,7 +66,10 @@ func nameHash(name string) int {
 //	1-d bias               0.1 sin(0.9k + φ)
 //	other (conv, fc)       2/√fan_in · sin(0.7k + φ), fan_in = product of shape[1:]
 func Formula(name string, shape []int, k int) float64 {
-	phase := 2 * math.Pi * float64(nameHash(name)) / 1000003
+	return formula(name, shape, 2*math.Pi*float64(nameHash(name))/1000003, k)
+}
+
+func formula(name string, shape []int, phase float64, k int) float64 {
 	x := float64(k)
 	has := func(suffix string) bool { return len(name) >= len(suffix) && name[len(name)-len(suffix):] == suffix }
 	switch {
@@ -97,8 +100,9 @@ func FormulaWeights(blocks [4]int, width int) resnet.Weights {
 			n *= d
 		}
 		t := &resnet.Tensor{Shape: shape, Data: make([]float32, n)}
+		phase := 2 * math.Pi * float64(nameHash(name)) / 1000003
 		for k := range t.Data {
-			t.Data[k] = float32(Formula(name, shape, k))
+			t.Data[k] = float32(formula(name, shape, phase, k))
 		}
 		w[name] = t
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/fgn-paper/fgn/data/fetch/cars"
 	"github.com/fgn-paper/fgn/data/fetch/resnet"
@@ -50,19 +51,51 @@ func (e *extractor) run(ctx context.Context, ds *cars.Dataset, out string, m *fe
 	if err := e.preparePartial(pdir, fp); err != nil {
 		return err
 	}
-	total := len(ds.Train) + len(ds.Test)
-	bar := progressbar.NewOptions(total, progressbar.OptionSetWriter(e.log), progressbar.OptionSetDescription("features"),
+	// Plan the chunks, reusing those an interrupted run finished.
+	type chunk struct {
+		examples []cars.Example
+		start    int
+		fx, fy   string
+		set      *features.Set
+	}
+	plan := map[string][]*chunk{}
+	remaining := 0
+	for _, split := range splits {
+		examples, _ := ds.Split(split)
+		for c, start := 0, 0; start < len(examples); c, start = c+1, start+e.chunk {
+			ch := &chunk{examples: examples[start:min(start+e.chunk, len(examples))], start: start}
+			ch.fx, ch.fy = features.CachePaths(pdir, fmt.Sprintf("%s-%05d", split, c))
+			if s, err := features.Load(ch.fx, ch.fy); err == nil && s.N == len(ch.examples) && s.D == e.model.Arch.FeatureDim {
+				ch.set = s
+			} else {
+				remaining += len(ch.examples)
+			}
+			plan[split] = append(plan[split], ch)
+		}
+	}
+	bar := progressbar.NewOptions(remaining, progressbar.OptionSetWriter(e.log), progressbar.OptionSetDescription("features"),
 		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("img"),
-		progressbar.OptionSetPredictTime(true), progressbar.OptionFullWidth(), progressbar.OptionThrottle(500_000_000),
+		progressbar.OptionSetPredictTime(true), progressbar.OptionFullWidth(), progressbar.OptionThrottle(500*time.Millisecond),
 		progressbar.OptionOnCompletion(func() { fmt.Fprintln(e.log) }))
 	sets := map[string]*features.Set{}
 	for _, split := range splits {
-		examples, _ := ds.Split(split)
-		s, err := e.extractSplit(ctx, split, examples, pdir, bar)
-		if err != nil {
-			return err
+		all := &features.Set{D: e.model.Arch.FeatureDim}
+		for _, ch := range plan[split] {
+			if ch.set == nil {
+				s, err := e.extractChunk(ctx, split, ch.examples, ch.start, bar)
+				if err != nil {
+					return err
+				}
+				if err := s.Save(ch.fx, ch.fy); err != nil {
+					return err
+				}
+				ch.set = s
+			}
+			all.N += ch.set.N
+			all.X = append(all.X, ch.set.X...)
+			all.Y = append(all.Y, ch.set.Y...)
 		}
-		sets[split] = s
+		sets[split] = all
 	}
 	// The manifest marks a complete cache: remove a previous one before replacing the files.
 	if err := os.Remove(filepath.Join(out, features.ManifestName)); err != nil && !os.IsNotExist(err) {
@@ -104,30 +137,6 @@ func (e *extractor) preparePartial(pdir string, fp fingerprint) error {
 		_, err := w.Write(want)
 		return err
 	})
-}
-
-// extractSplit computes (or reuses) every chunk of a split and concatenates them.
-func (e *extractor) extractSplit(ctx context.Context, split string, examples []cars.Example, pdir string, bar *progressbar.ProgressBar) (*features.Set, error) {
-	all := &features.Set{N: len(examples)}
-	for c, start := 0, 0; start < len(examples); c, start = c+1, start+e.chunk {
-		end := min(start+e.chunk, len(examples))
-		fx, fy := features.CachePaths(pdir, fmt.Sprintf("%s-%05d", split, c))
-		s, err := features.Load(fx, fy)
-		if err != nil || s.N != end-start || (all.D > 0 && s.D != all.D) {
-			if s, err = e.extractChunk(ctx, split, examples[start:end], start, bar); err != nil {
-				return nil, err
-			}
-			if err := s.Save(fx, fy); err != nil {
-				return nil, err
-			}
-		} else {
-			_ = bar.Add(s.N)
-		}
-		all.D = s.D
-		all.X = append(all.X, s.X...)
-		all.Y = append(all.Y, s.Y...)
-	}
-	return all, nil
 }
 
 // prepared is one transformed batch.

@@ -187,6 +187,9 @@ func loadWeights(ctx context.Context, cfg config, ws weightSet, log io.Writer) (
 		}
 	}
 	mw.File, mw.SHA256 = filepath.Base(path), sha
+	if filepath.Base(path) != filepath.Base(ws.url) {
+		mw.Name += " (as declared by --weights-version; the file is not identified by its name)"
+	}
 	fmt.Fprintf(log, "weights: %s, sha256 %s (%s)\n", path, sha, ws.name)
 	w, err := resnet.LoadFile(path)
 	return mw, w, err

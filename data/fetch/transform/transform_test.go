@@ -187,3 +187,57 @@ func TestColourModels(t *testing.T) {
 		t.Error("corrupt JPEG: no error")
 	}
 }
+
+// TestFancyUpsampling checks libjpeg's chroma upsampling on hand-computed rows.
+func TestFancyUpsampling(t *testing.T) {
+	// h2v1: out[2i] = (3a[i] + a[i−1] + 1) >> 2, out[2i+1] = (3a[i] + a[i+1] + 2) >> 2, edges copied.
+	out := make([]uint8, 6)
+	upsampleH2V1([]uint8{10, 20, 40}, out)
+	if want := []uint8{10, 13, 17, 25, 35, 40}; !bytes.Equal(out, want) {
+		t.Errorf("h2v1 = %v, want %v", out, want)
+	}
+	// h2v2: column sums c = 3·near + far = [60, 100]; out = [(4·60+8)>>4, (3·60+100+7)>>4,
+	// (3·100+60+8)>>4, (4·100+7)>>4]. An odd width drops the last sample.
+	out = make([]uint8, 3)
+	upsampleH2V2([]uint8{10, 20}, []uint8{30, 40}, out)
+	if want := []uint8{15, 17, 23}; !bytes.Equal(out, want) {
+		t.Errorf("h2v2 = %v, want %v", out, want)
+	}
+}
+
+// TestDecodeMatchesPIL compares the decoding of Pillow-written 4:2:0 and 4:2:2 JPEGs with PIL's
+// (libjpeg's) RGB. The chroma upsampling and colour conversion are libjpeg's; the inverse DCTs
+// differ (Go's image/jpeg is not libjpeg's islow), which leaves differences of a few levels in
+// a few pixels. (Go's own conversion, nearest-neighbour chroma, differs by up to ~50 levels.)
+func TestDecodeMatchesPIL(t *testing.T) {
+	for _, name := range []string{"420", "422"} {
+		data, err := os.ReadFile("testdata/pattern_" + name + ".jpg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile("testdata/pattern_" + name + ".pil.rgb")
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := DecodeJPEG(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if img.W != 45 || img.H != 31 || len(img.Pix) != len(want) {
+			t.Fatalf("%s: decoded %d×%d, want 45×31", name, img.W, img.H)
+		}
+		maxDiff, sum := 0, 0
+		for i := range want {
+			d := int(img.Pix[i]) - int(want[i])
+			d = max(d, -d)
+			maxDiff, sum = max(maxDiff, d), sum+d
+		}
+		mean := float64(sum) / float64(len(want))
+		const maxTol, meanTol = 4, 0.25
+		if maxDiff > maxTol || mean > meanTol {
+			t.Errorf("%s: |Go − PIL| max %d, mean %.3f; tolerance max %d, mean %g", name, maxDiff, mean, maxTol, meanTol)
+		} else {
+			t.Logf("%s: |Go − PIL| max %d, mean %.3f levels", name, maxDiff, mean)
+		}
+	}
+}

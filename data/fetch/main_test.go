@@ -146,6 +146,20 @@ func TestFetchEndToEnd(t *testing.T) {
 	}
 }
 
+// renamed copies a file under another name in the same directory.
+func renamed(t *testing.T, path, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(filepath.Dir(path), name)
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
 func TestFetchErrors(t *testing.T) {
 	dir := t.TempDir()
 	weights := tinyWeights(t, dir)
@@ -160,6 +174,8 @@ func TestFetchErrors(t *testing.T) {
 		{"class out of range", func(_ string, d *carstest.Dataset) { d.Test[1].Class = 7 }, nil, "class id 7, outside 1..3"},
 		{"bad weights version", nil, []string{"--weights-version", "V3"}, "want V1 or V2"},
 		{"weights missing", nil, []string{"--weights", filepath.Join(dir, "none.pth")}, "none.pth"},
+		{"torchvision name, wrong content", nil, []string{"--weights", renamed(t, weights, "resnet50-0676ba61.pth"), "--weights-version", "V1"},
+			"its torchvision name says it starts with 0676ba61"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "cars")

@@ -104,7 +104,7 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 		fmt.Fprintln(log, w)
 	}
 
-	source := fmt.Sprintf("Stanford Cars (Cars196, Krause et al. 3DRR 2013), canonical split, torchvision layout")
+	source := "Stanford Cars (Cars196, Krause et al. 3DRR 2013), canonical split, torchvision layout"
 	if cfg.download {
 		urls, err := downloadDataset(ctx, cfg, log)
 		if err != nil {

@@ -45,7 +45,7 @@ func LoadFile(path string) (Weights, error) {
 		w, err = ReadPyTorch(data)
 	case len(data) > 9 && data[8] == '{':
 		w, err = ReadSafetensors(data)
-	case len(data) > 2 && data[0] == 0x80 || bytes.HasPrefix(data, []byte{0x8a, 0x0a}):
+	case (len(data) > 2 && data[0] == 0x80) || bytes.HasPrefix(data, []byte{0x8a, 0x0a}): // a bare pickle
 		err = fmt.Errorf("legacy (pre-1.6, non-zip) PyTorch serialization is not supported: re-save it with " +
 			"torch.save(torch.load(path), path) from PyTorch ≥ 1.6, or export it to safetensors")
 	default:

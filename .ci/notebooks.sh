@@ -48,8 +48,8 @@ echo "== GoNB $GONB_VERSION, gopls $GOPLS_VERSION, goimports (x/tools $XTOOLS_VE
 install_tool github.com/janpfeifer/gonb "$GONB_VERSION"
 install_tool golang.org/x/tools/gopls "$GOPLS_VERSION"
 install_tool golang.org/x/tools/cmd/goimports "$XTOOLS_VERSION"
-gonb --install >/dev/null
-jupyter kernelspec list | grep -q gonb || { echo "the gonb kernel is not installed" >&2; exit 1; }
+gonb --install >/dev/null 2>&1
+jupyter kernelspec list 2>/dev/null | grep -q gonb || { echo "the gonb kernel is not installed" >&2; exit 1; }
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -111,10 +111,14 @@ type Axes struct {
 	Title, X, Y   string
 	LogX, LogY    bool
 	Width, Height vg.Length // 0 selects 5 × 3.2 inches
+	// LegendLeft puts the legend in the top-left corner instead of the top-right one.
+	LegendLeft bool
 }
 
-// Lines draws the series as lines with point markers and returns the PNG. Points that a log
-// axis cannot show (values ≤ 0) are an error, not silently dropped.
+// Lines draws the series as lines (with point markers when they have at most 40 points) and
+// returns the PNG. Points that a log axis cannot show (values ≤ 0) are an error, not silently
+// dropped. The embedded Liberation fonts have Greek letters and most mathematical operators, but
+// not ★ or ∇: titles and labels should avoid them.
 func Lines(ax Axes, series ...Series) ([]byte, error) {
 	p := plot.New()
 	p.Title.Text = ax.Title
@@ -122,14 +126,15 @@ func Lines(ax Axes, series ...Series) ([]byte, error) {
 	p.Y.Label.Text = ax.Y
 	if ax.LogX {
 		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.X.Tick.Marker = plot.LogTicks{Prec: 1}
 	}
 	if ax.LogY {
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: 1}
 	}
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
+	p.Legend.Left = ax.LegendLeft
 	for k, s := range series {
 		if len(s.X) != len(s.Y) {
 			return nil, fmt.Errorf("nb.Lines: series %q has %d x and %d y values", s.Name, len(s.X), len(s.Y))

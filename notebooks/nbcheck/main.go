@@ -7,10 +7,11 @@
 // nb.FailedPrefix line.
 //
 // With -committed it also checks that the committed notebooks carry the outputs the code produces
-// now: the same cells with the same sources, and for each code cell the same outputs, where text
-// must match after whitespace runs are collapsed and numbers agree to a relative 1e-2 (values below
-// 1e-9 in magnitude, rounding-level errors, all match), and PNG figures must have the same size with
-// at most 1% of their pixels changed. Cells tagged "machine-dependent" (timings) are compared by
+// now: the same cells with the same sources, and for each code cell the same stdout and stderr
+// text (however GoNB chunked it) and the same figures in order. Text must match after whitespace
+// runs are collapsed, with numbers equal to a relative 1e-2 (values below 1e-9 in magnitude,
+// rounding-level errors, all match); PNG figures must have the same size with at most 1% of their
+// pixels changed. Cells tagged "machine-dependent" (timings) are compared by
 // their kinds of output only.
 //
 // With -update it writes the executed notebooks, normalised, over the committed ones instead.

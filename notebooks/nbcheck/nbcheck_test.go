@@ -69,6 +69,9 @@ func TestCompare(t *testing.T) {
 		{"same", cell(`[]`, "t = 1.5 ms"), cell(`[]`, "t = 1.5 ms"), 0},
 		{"stale number", cell(`[]`, "t = 1.5 ms"), cell(`[]`, "t = 3.1 ms"), 1},
 		{"machine-dependent number", cell(`["machine-dependent"]`, "t = 1.5 ms"), cell(`["machine-dependent"]`, "t = 3.1 ms"), 0},
+		{"chunked differently", cell(`[]`, "a 1\\nb 2\\n"), `{"cell_type": "code", "source": ["%%\n", "x"], "metadata": {},
+			"outputs": [{"output_type": "stream", "name": "stdout", "text": "a 1\n"},
+			{"output_type": "stream", "name": "stdout", "text": ["b 2\n"]}]}`, 0},
 		{"stripped outputs", `{"cell_type": "code", "source": ["%%\n", "x"], "metadata": {}, "outputs": []}`, cell(`[]`, "t"), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

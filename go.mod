@@ -6,6 +6,7 @@ require (
 	github.com/gomlx/compute v0.1.3
 	github.com/gomlx/go-xla v0.4.1
 	github.com/gomlx/gomlx v0.28.3
+	github.com/janpfeifer/gonb v0.11.4
 	github.com/schollz/progressbar/v3 v3.19.0
 	golang.org/x/sys v0.43.0
 	gonum.org/v1/gonum v0.16.0
@@ -22,6 +23,7 @@ require (
 	github.com/campoy/embedmd v1.0.0 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/gofrs/flock v0.13.0 // indirect
+	github.com/gofrs/uuid v4.4.0+incompatible // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/pkg/errors v0.9.1 // indirect

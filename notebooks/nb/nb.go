@@ -1,0 +1,171 @@
+// Package nb holds the glue shared by the GoNB notebooks in this directory: running a graph on
+// the project's backend, numeric checks that print the measured error next to its tolerance and
+// stop the cell when it does not hold, and the notebooks' figures (PNG, shown inline with
+// gonbui). It contains none of the paper's mathematics: that lives in package fgn, which every
+// notebook calls.
+package nb
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/fgn-paper/fgn/fgn/backend"
+)
+
+// FailedPrefix starts the line Check prints for a failed check; the notebook CI also looks for it.
+const FailedPrefix = "CHECK FAILED"
+
+// exit ends the cell's program; a variable so that tests can observe it.
+var exit = os.Exit
+
+// Check prints one line with the measured error of a numeric check next to its tolerance. When
+// the check does not hold (err > tol, or err is NaN) it prints the line prefixed by FailedPrefix
+// to stderr and ends the program with status 1, which fails the notebook cell.
+func Check(what string, err, tol float64) {
+	if err <= tol {
+		fmt.Printf("ok    %-58s error %9.3g  (tolerance %.3g)\n", what, err, tol)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "%s: %s: error %.3g exceeds tolerance %.3g\n", FailedPrefix, what, err, tol)
+	exit(1)
+}
+
+// Require fails the cell, like a failed Check, when cond is false.
+func Require(cond bool, format string, args ...any) {
+	if cond {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "%s: %s\n", FailedPrefix, fmt.Sprintf(format, args...))
+	exit(1)
+}
+
+// Must returns v, or fails the cell when err is not nil.
+func Must[T any](v T, err error) T {
+	Require(err == nil, "%v", err)
+	return v
+}
+
+// Backend returns the backend selected by GOMLX_BACKEND (the pure-Go backend when unset).
+func Backend() compute.Backend {
+	return Must(backend.New())
+}
+
+// Run compiles fn on b, calls it with inputs and returns its outputs as float64 slices
+// (float32 and int32 outputs are widened). It fails the cell on any error.
+func Run[F graph.ExecGraphFn](b compute.Backend, fn F, inputs ...any) [][]float64 {
+	exec := Must(graph.NewExec(b, fn))
+	outs := Must(exec.Call(inputs...))
+	res := make([][]float64, len(outs))
+	for i, o := range outs {
+		res[i] = Floats(o)
+	}
+	return res
+}
+
+// Floats returns the tensor's values as a flat float64 slice.
+func Floats(t *tensors.Tensor) []float64 {
+	switch t.DType() {
+	case dtypes.Float64:
+		return tensors.MustCopyFlatData[float64](t)
+	case dtypes.Float32:
+		return widen(tensors.MustCopyFlatData[float32](t))
+	case dtypes.Int32:
+		return widen(tensors.MustCopyFlatData[int32](t))
+	case dtypes.Int64:
+		return widen(tensors.MustCopyFlatData[int64](t))
+	}
+	Require(false, "nb.Floats: unsupported dtype %s", t.DType())
+	return nil
+}
+
+func widen[T float32 | int32 | int64](v []T) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+// RelErr returns ‖a−b‖₂ / ‖b‖₂ (‖a−b‖₂ when b = 0); +Inf when the lengths differ.
+func RelErr(a, b []float64) float64 {
+	if len(a) != len(b) {
+		return math.Inf(1)
+	}
+	var num, den float64
+	for i := range a {
+		num += (a[i] - b[i]) * (a[i] - b[i])
+		den += b[i] * b[i]
+	}
+	if den == 0 {
+		return math.Sqrt(num)
+	}
+	return math.Sqrt(num / den)
+}
+
+// MaxAbs returns max_i |a_i| (0 for an empty slice).
+func MaxAbs(a []float64) float64 {
+	m := 0.0
+	for _, x := range a {
+		m = math.Max(m, math.Abs(x))
+	}
+	return m
+}
+
+// Norm returns ‖a‖₂.
+func Norm(a []float64) float64 {
+	s := 0.0
+	for _, x := range a {
+		s += x * x
+	}
+	return math.Sqrt(s)
+}
+
+// RandMatrix returns an r×c matrix of independent N(0, scale²) entries drawn from rng.
+func RandMatrix(rng *rand.Rand, r, c int, scale float64) [][]float64 {
+	m := make([][]float64, r)
+	for i := range m {
+		m[i] = make([]float64, c)
+		for j := range m[i] {
+			m[i][j] = scale * rng.NormFloat64()
+		}
+	}
+	return m
+}
+
+// RandLabels returns n labels drawn uniformly from [0, numClasses).
+func RandLabels(rng *rand.Rand, n, numClasses int) []int32 {
+	y := make([]int32, n)
+	for i := range y {
+		y[i] = int32(rng.IntN(numClasses))
+	}
+	return y
+}
+
+// Square returns the flat row-major n×n slice as a gonum matrix (copied).
+func Square(flat []float64) *mat.Dense {
+	n := int(math.Round(math.Sqrt(float64(len(flat)))))
+	Require(n*n == len(flat), "nb.Square: %d values do not form a square matrix", len(flat))
+	return mat.NewDense(n, n, append([]float64(nil), flat...))
+}
+
+// SymEigen returns the eigenvalues, ascending, of the symmetric part of the square matrix a.
+func SymEigen(a mat.Matrix) []float64 {
+	n, _ := a.Dims()
+	s := mat.NewSymDense(n, nil)
+	for i := range n {
+		for j := i; j < n; j++ {
+			s.SetSym(i, j, 0.5*(a.At(i, j)+a.At(j, i)))
+		}
+	}
+	var e mat.EigenSym
+	Require(e.Factorize(s, false), "nb.SymEigen: eigendecomposition failed")
+	return e.Values(nil)
+}

@@ -18,18 +18,26 @@ installed_version() {
 }
 
 # go_install BINARY MODULE PACKAGE VERSION installs PACKAGE@VERSION unless BINARY already is it.
+# It resolves the package in a scratch module rather than with `go install pkg@version`, which
+# also lists the module's versions for deprecation notices and fails behind proxies that refuse
+# listings (as CI's does); the command is still built with its own go.mod's dependency versions.
 go_install() {
   if [ "$(installed_version "$1" "$2")" = "$4" ]; then
     echo "install: $1 $4 present"
-  else
-    echo "install: go install $3@$4"
-    go install "$3@$4"
+    return
   fi
+  echo "install: $3@$4"
+  local dir
+  dir=$(mktemp -d)
+  (cd "$dir" && go mod init tools >/dev/null 2>&1 && go get "$3@$4" >/dev/null 2>&1 &&
+    GOFLAGS=-buildvcs=false go install "$3") || { echo "installing $3@$4 failed" >&2; rm -rf "$dir"; return 1; }
+  rm -rf "$dir"
 }
 
-# cgo (go-xla's PJRT loader) needs a C compiler.
+# cgo (go-xla's PJRT loader) needs a C compiler; jupyter-nbconvert, jupyter-client and
+# python3-nbclient execute the notebooks headlessly.
 missing=()
-for pkg in gcc libc6-dev ca-certificates git; do
+for pkg in gcc libc6-dev ca-certificates git jupyter-nbconvert jupyter-client python3-nbclient; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -16,13 +15,7 @@ import (
 	"github.com/fgn-paper/fgn/fgn/backend"
 )
 
-var testBackend = func() compute.Backend {
-	b, err := backend.New()
-	if err != nil {
-		panic(err)
-	}
-	return b
-}()
+var testBackend = backend.MustNew()
 
 // problem is a small classification batch with an affine head (W, bias) and an MLP
 // (W1, b1, W2, b2) over the same features.

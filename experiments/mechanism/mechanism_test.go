@@ -4,19 +4,11 @@ import (
 	"math"
 	"testing"
 
-	"github.com/gomlx/compute"
-
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/fgn/backend"
 )
 
-var testBackend = func() compute.Backend {
-	b, err := backend.New()
-	if err != nil {
-		panic(err)
-	}
-	return b
-}()
+var testBackend = backend.MustNew()
 
 // check fails the test when err > tol, printing both.
 func check(t *testing.T, what string, err, tol float64) {

@@ -8,20 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomlx/compute"
-
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/features"
 	"github.com/fgn-paper/fgn/fgn/backend"
 )
 
-var testBackend = func() compute.Backend {
-	b, err := backend.New()
-	if err != nil {
-		panic(err)
-	}
-	return b
-}()
+var testBackend = backend.MustNew()
 
 func TestStaticBatches(t *testing.T) {
 	for _, tc := range []struct{ n, size int }{{10, 3}, {12, 4}, {7, 7}, {5, 1}, {9, 8}} {

@@ -39,6 +39,15 @@ func New() (compute.Backend, error) {
 	return NewWithConfig(os.Getenv(EnvVar))
 }
 
+// MustNew is New for tests and examples: it panics when the backend cannot be created.
+func MustNew() compute.Backend {
+	b, err := New()
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
 // NewWithConfig returns the backend for a configuration string in the GOMLX_BACKEND format.
 func NewWithConfig(config string) (b compute.Backend, err error) {
 	config = strings.TrimSpace(config)

@@ -19,7 +19,7 @@ import (
 // loss: UpdateGraph takes the linearised logit map and the labels. Build lin from the current
 // values of the model's trainable variables (v.NodeValue(g)): Linearize(logits, params) for any
 // model (JVP/VJP closures, Algorithm 1), or NewAffineHead(h, W, bias) for an affine head, which
-// FGN solves with the closed-form row Gram of appendix F.2.
+// FGN solves with the closed-form row Gram of appendix F.2 (or matrix-free, see MatrixFree).
 type Optimizer interface {
 	// UpdateGraph builds one step w ← w + α d: it computes the damped direction d at the current
 	// parameters lin.Params(), which must be the current node values of trainable variables of
@@ -44,11 +44,12 @@ const (
 // GNConfig configures an FGN or SGN optimizer. Create it with FGN or SGN, chain the setters, and
 // finish with Done.
 type GNConfig struct {
-	fgn       bool
-	alpha     float64
-	cfg       Config
-	warmStart bool
-	scopeName string
+	fgn        bool
+	alpha      float64
+	cfg        Config
+	warmStart  bool
+	matrixFree bool
+	scopeName  string
 }
 
 // FGN returns the configuration of the FGN optimizer with the paper's defaults: α = 0.1, λ = 1,
@@ -81,6 +82,12 @@ func (c *GNConfig) CGTolerance(tol float64) *GNConfig { c.cfg.CG.Tol = tol; retu
 // previous direction; FGN default: false — FGN's warm start is the previous row-space solution u,
 // meaningful only for a fixed batch size).
 func (c *GNConfig) WarmStart(on bool) *GNConfig { c.warmStart = on; return c }
+
+// MatrixFree sets whether FGN applies the row operator matrix-free, by one VJP and one JVP of the
+// margin map per CG iteration (eq. 4.8), also on an AffineHead. By default (false) FGN forms the
+// closed-form b×b row Gram of an AffineHead once per step (appendix F.2) and iterates on it;
+// other linearisations are always matrix-free. SGN ignores it.
+func (c *GNConfig) MatrixFree(on bool) *GNConfig { c.matrixFree = on; return c }
 
 // SaturationFloor sets the smallest curvature weight q that is whitened (see Config).
 func (c *GNConfig) SaturationFloor(q float64) *GNConfig { c.cfg.SaturationFloor = q; return c }
@@ -140,7 +147,7 @@ func (o *gnOptimizer) UpdateGraph(scope *model.Scope, lin Linearization, labels 
 	switch head, affine := lin.(*AffineHead); {
 	case !o.c.fgn:
 		dir = SGNDirection(lin, labels, x0, o.c.cfg)
-	case affine:
+	case affine && !o.c.matrixFree:
 		dir = FGNAffineDirection(head, labels, first(x0), o.c.cfg)
 	default:
 		dir = FGNDirection(lin, labels, first(x0), o.c.cfg)

@@ -85,7 +85,7 @@ func (m *optModel) step(t *testing.T, opt Optimizer, p *problem, n int) float64 
 
 // TestOptimizerStepMatchesDense checks that one optimizer step with CG run to convergence moves
 // the variables by α·d, d the dense damped solve: −(H_FGN + λI)⁻¹g for FGN (closed form, generic
-// closures on the affine head, MLP) and −(H_GGN + λI)⁻¹g for SGN.
+// closures and matrix-free head products on the affine head, MLP) and −(H_GGN + λI)⁻¹g for SGN.
 func TestOptimizerStepMatchesDense(t *testing.T) {
 	const alpha, lambda = 0.3, 0.7
 	p := newProblem(21, 6, 9, 5, 4, 1)
@@ -96,6 +96,7 @@ func TestOptimizerStepMatchesDense(t *testing.T) {
 	}{
 		{"FGN affine closed form", FGN(), false, false},
 		{"FGN affine generic", FGN(), false, true},
+		{"FGN affine matrix-free", FGN().MatrixFree(true), false, false},
 		{"FGN mlp", FGN(), true, false},
 		{"SGN mlp", SGN(), true, false},
 		{"SGN affine", SGN(), false, false},

@@ -28,8 +28,9 @@ type MakeConfig struct {
 	Thresholds []float64
 	// GridPoints is the size of the shared wall-time grid (0: DefaultGridPoints).
 	GridPoints int
-	// Out is the output directory (FilesFor(Out, d.Tag())).
-	Out string
+	// Out is the output directory (FilesFor(Out, d.Tag())); TracesDir, when set, replaces
+	// FilesFor's directory of the per-run traces.
+	Out, TracesDir string
 	// Command is recorded in the provenance; RunProgress and Log are SweepConfig's.
 	Command     string
 	RunProgress func(k, n int, m train.Method, seed uint64) func(done, total int)
@@ -46,9 +47,9 @@ func Thresholds(p Profile, d *Data) []float64 {
 	return Cars196Thresholds
 }
 
-// Make runs the resumable sweep (Sweep) of the profile on d, traces in FilesFor(Out, d.Tag()).TracesDir,
-// then writes the curves, Figure 2 and Table 1 (WriteAll) with their provenance. It returns the
-// paths of the outputs written (not the traces).
+// Make runs the resumable sweep (Sweep) of the profile on d, its traces in the traces
+// directory, then writes the curves, Figure 2 and Table 1 (WriteAll) with their provenance. It
+// returns the paths of the outputs written (not the traces).
 func Make(be compute.Backend, cfg MakeConfig, d *Data) ([]string, error) {
 	thresholds := cfg.Thresholds
 	if thresholds == nil {
@@ -64,6 +65,9 @@ func Make(be compute.Backend, cfg MakeConfig, d *Data) ([]string, error) {
 	}
 	p := cfg.Profile
 	files := FilesFor(cfg.Out, d.Tag())
+	if cfg.TracesDir != "" {
+		files.TracesDir = cfg.TracesDir
+	}
 	if cfg.Log != nil {
 		fmt.Fprintf(cfg.Log, "data: %s\nprofile: %s (%d seeds, %d epochs, batch %d)\nhyper-parameters: %s\ntraces: %s\n",
 			d.Source, p.Name, p.Seeds, p.Epochs, p.BatchSize, hyperSource, files.TracesDir)

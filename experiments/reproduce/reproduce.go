@@ -27,12 +27,19 @@
 //   - backend (its description): timings made on one backend do not stand for another.
 //
 // Before a target is built its stamp is removed, so a target interrupted half-way is built
-// again by the next run (the head-optimisation sweep still reads back the runs it finished).
-// Force rebuilds every target.
+// again by the next run. Force rebuilds every target from scratch.
+//
+// Intermediate results (the head-optimisation sweep's per-run traces) go to a work directory
+// Out/.reproduce/<target>-<hash of the stamp's identity fields>: a build interrupted and then
+// restarted with the same identity reads back the runs it finished (headopt.Sweep), while a
+// build of another identity (profile, settings, inputs, code or backend changed) starts afresh
+// and removes the work directories of the others.
 package reproduce
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -124,8 +131,15 @@ type Target struct {
 	// the stamp.
 	Settings any
 	Inputs   map[string]string
-	// build writes the outputs; the target's number and the number of targets label progress.
-	build func(cfg Config, k, n int) error
+	// build writes the outputs.
+	build func(cfg Config, b build) error
+}
+
+// build is what Run tells a target's build: its number k of n (for progress labels) and its
+// work directory for intermediate files.
+type build struct {
+	k, n int
+	work string
 }
 
 // StampDir is the directory of the stamps inside the output directory.
@@ -195,7 +209,7 @@ func Targets(cfg Config) ([]Target, error) {
 		Outputs:  []string{mechanism.StepTimeFile, mechanism.TraceFile, mechanism.AgreementFile, mechanism.CaptionFile},
 		Settings: map[string]any{"step_time": p.StepTime, "trace": p.Trace, "agreement": p.Agreement},
 		Inputs:   map[string]string{"data": "generated from the settings' seeds"},
-		build: func(cfg Config, _, _ int) error {
+		build: func(cfg Config, _ build) error {
 			_, err := mechanism.Make(cfg.Backend, mechanism.MakeConfig{StepTime: p.StepTime, Trace: p.Trace,
 				Agreement: p.Agreement, Panels: []string{"a", "b", "c"}, Command: cfg.Command,
 				Log: cfg.Log, Progress: cfg.Progress}, cfg.Out)
@@ -222,7 +236,7 @@ func Targets(cfg Config) ([]Target, error) {
 		Settings: map[string]any{"profile": p.Headopt, "hyper_parameters": headopt.PaperHypers,
 			"grid_points": headopt.DefaultGridPoints},
 		Inputs: inputs,
-		build: func(cfg Config, k, n int) error {
+		build: func(cfg Config, b build) error {
 			var d *headopt.Data
 			var err error
 			if cars {
@@ -233,10 +247,11 @@ func Targets(cfg Config) ([]Target, error) {
 			if err != nil {
 				return err
 			}
-			mc := headopt.MakeConfig{Profile: p.Headopt, Out: cfg.Out, Command: cfg.Command, Log: cfg.Log}
+			mc := headopt.MakeConfig{Profile: p.Headopt, Out: cfg.Out, TracesDir: filepath.Join(b.work, "traces"),
+				Command: cfg.Command, Log: cfg.Log}
 			if cfg.RunBar != nil {
 				mc.RunProgress = func(i, runs int, m train.Method, seed uint64) func(done, total int) {
-					return cfg.RunBar(fmt.Sprintf("[%d/%d] run %d/%d %s seed %d", k, n, i, runs, m, seed))
+					return cfg.RunBar(fmt.Sprintf("[%d/%d] run %d/%d %s seed %d", b.k, b.n, i, runs, m, seed))
 				}
 			}
 			_, err = headopt.Make(cfg.Backend, mc, d)
@@ -290,6 +305,38 @@ func (want *Stamp) stale(got *Stamp) string {
 func sameJSON(a, b json.RawMessage) bool {
 	var ca, cb bytes.Buffer
 	return json.Compact(&ca, a) == nil && json.Compact(&cb, b) == nil && bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+// key returns the target's name and a short hash of the fields that decide whether it is up to
+// date: the name of its work directory, so that intermediate results are only ever reused by a
+// build of the same identity.
+func (s *Stamp) key() (string, error) {
+	id, err := json.Marshal(Stamp{Target: s.Target, Profile: s.Profile, Settings: s.Settings, Inputs: s.Inputs,
+		Code: s.Code, Backend: s.Backend, Outputs: s.Outputs})
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(id)
+	return s.Target + "-" + hex.EncodeToString(sum[:6]), nil
+}
+
+// prepareWork returns the work directory of the build identified by key in out, after
+// removing the target's work directories of other identities (and, when fresh, this one's).
+// Only an interrupted build of the same identity finds its intermediate results again.
+func prepareWork(out, target, key string, fresh bool) (string, error) {
+	work := filepath.Join(out, StampDir, key)
+	old, err := filepath.Glob(filepath.Join(out, StampDir, target+"-*"))
+	if err != nil {
+		return "", err
+	}
+	for _, dir := range old {
+		if dir != work || fresh {
+			if err := os.RemoveAll(dir); err != nil {
+				return "", fmt.Errorf("reproduce: removing an outdated work directory: %w", err)
+			}
+		}
+	}
+	return work, nil
 }
 
 func stampPath(out, target string) string { return filepath.Join(out, StampDir, target+".json") }
@@ -381,8 +428,16 @@ func Run(cfg Config) (*Result, error) {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return res, fmt.Errorf("reproduce: %w", err)
 		}
+		key, err := want.key()
+		if err != nil {
+			return res, err
+		}
+		work, err := prepareWork(cfg.Out, t.Name, key, cfg.Force)
+		if err != nil {
+			return res, err
+		}
 		began := time.Now()
-		if err := t.build(cfg, k, n); err != nil {
+		if err := t.build(cfg, build{k: k, n: n, work: work}); err != nil {
 			return res, fmt.Errorf("reproduce: %s: %w", t.Title, err)
 		}
 		for _, f := range t.Outputs {

@@ -106,11 +106,13 @@ func TestRunSkipsWhatIsUpToDate(t *testing.T) {
 			}
 		}, []string{fig2}},
 		{"settings changed", func(c *Config) { c.Plan.Trace.Points = 31 }, []string{fig1}},
-		{"profile changed", func(c *Config) { c.Plan.Profile = "quick" }, []string{fig1, fig2}},
+		{"profile changed", func(c *Config) { c.Plan.Profile, c.Plan.Headopt.Epochs = "quick", 3 }, []string{fig1, fig2}},
 		{"forced", func(c *Config) { c.Force = true }, []string{fig1, fig2}},
 		{"nothing changed", func(c *Config) { c.Force = false }, nil},
 	} {
 		tc.change(&cfg)
+		var log strings.Builder
+		cfg.Log = &log
 		res, err := Run(cfg)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
@@ -119,7 +121,16 @@ func TestRunSkipsWhatIsUpToDate(t *testing.T) {
 			t.Errorf("%s: built %v, want %v", tc.name, res.Built, tc.built)
 		}
 		outputs(t, cfg)
+		// The sweep's finished runs are read back only by a build of the same identity.
+		readBack := strings.Count(log.String(), "read back")
+		if wantBack := map[string]int{"interrupted (no stamp)": 6}[tc.name]; readBack != wantBack {
+			t.Errorf("%s: %d runs read back, want %d:\n%s", tc.name, readBack, wantBack, log.String())
+		}
+		if work, _ := filepath.Glob(filepath.Join(cfg.Out, StampDir, fig2+"-*")); len(work) != 1 {
+			t.Errorf("%s: work directories %v, want one", tc.name, work)
+		}
 	}
+	cfg.Log = nil
 
 	// A build that fails half-way leaves no stamp: the next run builds the target again even
 	// though its old outputs are still there.

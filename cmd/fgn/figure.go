@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 	"strings"
-	"time"
+
+	"github.com/gomlx/compute"
 
 	"github.com/fgn-paper/fgn/experiments/mechanism"
 	"github.com/fgn-paper/fgn/experiments/report"
@@ -61,59 +61,18 @@ func runFigureMechanism(args []string, stdout, stderr io.Writer) error {
 	agreeCfg := mechanism.DefaultAgreement
 	agreeCfg.TMax = *tMax
 
+	var be compute.Backend
 	if len(which) > 0 {
-		be, err := backend.New()
-		if err != nil {
+		if be, err = backend.New(); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "backend: %s\ndevice: %s\n", backend.Describe(be), report.Device())
 		if w := backend.SIMDWarning(be); w != "" && slices.Contains(which, "a") {
 			fmt.Fprintln(stderr, w)
 		}
-		command := "fgn figure mechanism " + strings.Join(args, " ")
-		for _, p := range which {
-			var (
-				tab  *report.Table
-				file string
-			)
-			start := time.Now()
-			switch p {
-			case "a":
-				fmt.Fprintf(stdout, "panel (a): step times, profile %s\n", *profile)
-				tab, err = mechanism.StepTime(be, stepCfg, stderr)
-				file = mechanism.StepTimeFile
-			case "b":
-				tab, err = mechanism.Trace(be, mechanism.DefaultTrace)
-				file = mechanism.TraceFile
-			case "c":
-				tab, err = mechanism.Agreement(be, agreeCfg)
-				file = mechanism.AgreementFile
-			}
-			if err != nil {
-				return err
-			}
-			profileNote := "n/a (exact computation)"
-			if p == "a" {
-				profileNote = *profile
-			}
-			report.Provenance(tab, be, profileNote, strings.TrimSpace(command), time.Now())
-			path := filepath.Join(*out, file)
-			if err := tab.Write(path); err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "panel (%s): wrote %s (%d rows, %s)\n", p, path, len(tab.Rows), time.Since(start).Round(time.Millisecond))
-		}
 	}
-	tables, err := mechanism.ReadTables(*out)
-	if err != nil {
-		return err
-	}
-	paths, err := mechanism.Figure(tables, *out)
-	if err != nil {
-		return err
-	}
-	for _, path := range paths {
-		fmt.Fprintf(stdout, "figure: wrote %s\n", path)
-	}
-	return nil
+	_, err = mechanism.Make(be, mechanism.MakeConfig{StepTime: stepCfg, Trace: mechanism.DefaultTrace, Agreement: agreeCfg,
+		Panels: which, Command: strings.TrimSpace("fgn figure mechanism " + strings.Join(args, " ")),
+		Log: stdout, Progress: stderr}, *out)
+	return err
 }

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/fgn-paper/fgn/experiments/headopt"
 	"github.com/fgn-paper/fgn/experiments/report"
@@ -91,7 +90,7 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 	hf := addHeadoptFlags(fs)
 	config := fs.String("config", "", "hyper-parameter file written by fgn headopt select (default: the paper's values)")
 	thresholdsFlag := fs.String("thresholds", "", "comma-separated time-to-threshold accuracies in percent (default: 42,43,44 on Cars196, the profile's scaled ones on the stand-in)")
-	gridPoints := fs.Int("grid-points", 1001, "points of the shared wall-time grid")
+	gridPoints := fs.Int("grid-points", headopt.DefaultGridPoints, "points of the shared wall-time grid")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -102,17 +101,14 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	thresholds := headopt.Cars196Thresholds
-	if d.Synthetic {
-		thresholds = p.SynthThresholds
-	}
+	var thresholds []float64 // nil: headopt.Thresholds
 	if *thresholdsFlag != "" {
 		if thresholds, err = parseFloats(*thresholdsFlag); err != nil {
 			return fmt.Errorf("--thresholds: %w", err)
 		}
 	}
 	hypers := map[train.Method]train.Hyper{}
-	hyperSource := "paper values (app. F.2)"
+	hyperSource := headopt.PaperHypers
 	if *config != "" {
 		if hypers, _, err = headopt.ReadSelection(*config, d.Tag(), p.Methods); err != nil {
 			return err
@@ -127,28 +123,20 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, w)
 	}
 	command := strings.TrimSpace("fgn headopt " + strings.Join(args, " "))
-	files := headopt.FilesFor(*hf.out, d.Tag())
-	fmt.Fprintf(stdout, "backend: %s\ndevice: %s\ndata: %s\nprofile: %s (%d seeds, %d epochs, batch %d)\nhyper-parameters: %s\ntraces: %s\n",
-		backend.Describe(be), report.Device(), d.Source, p.Name, p.Seeds, p.Epochs, p.BatchSize, hyperSource, files.TracesDir)
-	cfg := headopt.SweepConfig{Profile: p, Hypers: hypers, Dir: files.TracesDir, Command: command,
-		RunProgress: runProgress(stderr, *hf.quiet)}
+	fmt.Fprintf(stdout, "backend: %s\ndevice: %s\n", backend.Describe(be), report.Device())
+	cfg := headopt.MakeConfig{Profile: p, Hypers: hypers, HyperSource: hyperSource, Thresholds: thresholds,
+		GridPoints: *gridPoints, Out: *hf.out, Command: command, RunProgress: runProgress(stderr, *hf.quiet)}
 	if !*hf.quiet {
 		cfg.Log = stdout
 	}
-	runs, err := headopt.Sweep(be, cfg, d)
-	if err != nil {
-		return err
-	}
-	paths, err := headopt.WriteAll(runs, p.Methods, d, files, thresholds, *gridPoints, func(t *report.Table) {
-		t.Comment("hyper_parameters", hyperSource)
-		report.Provenance(t, be, p.Name, command, time.Now())
-	})
+	paths, err := headopt.Make(be, cfg, d)
 	for _, path := range paths {
 		fmt.Fprintf(stdout, "wrote %s\n", path)
 	}
 	if err != nil {
 		return err
 	}
+	files := headopt.FilesFor(*hf.out, d.Tag())
 	if md, err := os.ReadFile(files.Table + ".md"); err == nil {
 		fmt.Fprintf(stdout, "\n%s", md)
 	}

@@ -150,3 +150,37 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+func TestReproduceErrorsWriteNothing(t *testing.T) {
+	dir := t.TempDir()
+	partial := filepath.Join(dir, "partial")
+	s, err := train.GaussianMixture(1, 0, 20, 3, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, y := features.CachePaths(partial, "train")
+	if err := s.Save(x, y); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"reproduce", "--profile", "huge"}, `unknown profile "huge"`},
+		{[]string{"reproduce", "--bogus"}, "flag provided but not defined"},
+		{[]string{"reproduce", "quick"}, `unexpected argument "quick"`},
+		{[]string{"reproduce", "--features", filepath.Join(dir, "missing")}, "no feature cache there"},
+		{[]string{"reproduce", "--features", partial}, "[test_features.npy test_labels.npy] missing"},
+		{[]string{"reproduce", "--backend", "tpu"}, `unknown backend "tpu"`},
+	} {
+		var stdout, stderr bytes.Buffer
+		err := run(append(tc.args, "--out", out, "--quiet"), &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("run(%q) error = %v, want one containing %q", tc.args, err, tc.want)
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("failed runs created %s (stat: %v)", out, err)
+	}
+}

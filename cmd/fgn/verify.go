@@ -11,7 +11,7 @@ import (
 )
 
 // subcommands are the fgn subcommands a claim of artifact.yaml may run (those run dispatches).
-var subcommands = []string{"train", "figure", "headopt", "verify"}
+var subcommands = []string{"train", "figure", "headopt", "reproduce", "verify"}
 
 // runVerify implements "fgn verify": it checks every claim of artifact.yaml in a profile and
 // writes the result table as <out>/verify_<profile>.md and .json.

@@ -3,8 +3,11 @@
 #
 #   docker build -t fgn .
 #   docker run --rm -p 8888:8888 fgn                                  # JupyterLab
-#   docker run --rm --gpus all -e GOMLX_BACKEND=xla:cuda fgn fgn verify --profile full
+#   docker run --rm --gpus all fgn fgn verify --profile full            # the whole artifact on the GPU
+#   docker run --rm fgn fgn verify --profile quick                      # kick the tires on the CPU
 #
+# docker/entrypoint.sh selects GOMLX_BACKEND=xla:cuda when a GPU is visible and the pure-Go
+# backend otherwise; pass -e GOMLX_BACKEND=... to choose yourself.
 # The shared install steps (apt packages, goimports/gopls, GoNB) are .ci/install.sh, which CI
 # runs too. No Docker engine runs in CI: experiments/artifact's tests lint this file.
 FROM golang:1.26.5-bookworm
@@ -39,4 +42,5 @@ RUN go build -o /usr/local/bin/fgn ./cmd/fgn \
  && go run ./cmd/pjrt-install -plugin cuda13 -version "${JAX_PJRT_VERSION}" -path /usr/local/lib/go-xla
 
 EXPOSE 8888
+ENTRYPOINT ["/src/fgn/docker/entrypoint.sh"]
 CMD ["jupyter", "lab", "--ip=0.0.0.0", "--port=8888", "--no-browser", "--allow-root", "--notebook-dir=/src/fgn/notebooks"]

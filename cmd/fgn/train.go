@@ -31,7 +31,7 @@ flags:
 func runTrain(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("train", stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, trainUsage); fs.PrintDefaults() }
-	methods := fs.String("method", "adam,sgn,fgn", "comma-separated methods: adam, sgn, fgn (closed form on an affine head), fgn-generic")
+	methods := fs.String("method", "adam,sgn,fgn", "comma-separated methods: adam, sgn, fgn (closed-form row Gram on an affine head), fgn-matrix-free")
 	dataDir := fs.String("data", "", "feature cache directory with train_* and test_* .npy files")
 	trainX := fs.String("train-features", "", "training features .npy (N×D float32/float64)")
 	trainY := fs.String("train-labels", "", "training labels .npy (N integers)")

@@ -73,7 +73,7 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	fs.SetOutput(log)
 	userCache, _ := os.UserCacheDir()
 	fs.StringVar(&cfg.data, "data", "cars196", "Stanford Cars directory in torchvision's layout (or its parent holding stanford_cars/)")
-	fs.StringVar(&cfg.out, "out", "cache/cars196", "feature cache directory to write")
+	fs.StringVar(&cfg.out, "out", "data/cars196", "feature cache directory to write")
 	fs.StringVar(&cfg.weights, "weights", "", "ResNet-50 weight file (.pth or .safetensors) or URL; default: the torchvision URL of --weights-version")
 	fs.StringVar(&cfg.version, "weights-version", "V2", "torchvision weights the file holds, V1 (IMAGENET1K_V1) or V2 (IMAGENET1K_V2); selects the transform")
 	fs.StringVar(&cfg.weightsDir, "weights-dir", filepath.Join(userCache, "fgn", "weights"), "where downloaded weight files are kept")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,10 +23,10 @@ func fakeExec(t *testing.T, calls *int) ExecFunc {
 		switch argv[0] {
 		case "fgn":
 			out := argv[len(argv)-1]
-			tab := report.NewTable("name", "x", "y", "z")
-			tab.Add("a", 1, 3.0, 3.0005)
-			tab.Add("b", 1, 2.5, 2.5)
-			tab.Add("c", 4, 2.0, 2.0)
+			tab := report.NewTable("name", "x", "y", "z", "t")
+			tab.Add("a", 1, 3.0, 3.0005, math.NaN())
+			tab.Add("b", 1, 2.5, 2.5, 0.75)
+			tab.Add("c", 4, 2.0, 2.0, math.NaN())
 			if err := tab.Write(filepath.Join(out, "toy.csv")); err != nil {
 				t.Fatal(err)
 			}
@@ -52,7 +53,8 @@ func TestVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{"value-pass": Pass, "ordering-fail": Fail, "difference-pass": Pass,
-		"needs-data": NotRun, "test-pass": Pass}
+		"needs-data": NotRun, "test-pass": Pass, "not-reached-pass": Pass, "not-reached-fail": Fail,
+		"full-only": NotRun}
 	if len(results) != len(want) {
 		t.Fatalf("got %d results, want %d", len(results), len(want))
 	}
@@ -67,13 +69,19 @@ func TestVerify(t *testing.T) {
 	if m := results[1].Measured; m != "a=3, b=2.5" {
 		t.Errorf("ordering measured %q, want \"a=3, b=2.5\"", m)
 	}
+	if d := results[7].Detail; d != "checked only in profile full" {
+		t.Errorf("profile-restricted claim detail %q", d)
+	}
 	if !strings.Contains(results[3].Detail, "big") {
 		t.Errorf("not-run detail %q does not name the data set", results[3].Detail)
 	}
 	if m := results[4].Measured; m != "max error 1e-14 over 2 checks" {
 		t.Errorf("test-log measured %q", m)
 	}
-	if s := Summarize(results); s != (Summary{Pass: 3, Fail: 1, NotRun: 1}) {
+	if m := results[6].Measured; m != "reached at 0.75" {
+		t.Errorf("not-reached failure measured %q, want \"reached at 0.75\"", m)
+	}
+	if s := Summarize(results); s != (Summary{Pass: 4, Fail: 2, NotRun: 2}) {
 		t.Errorf("summary %v", s)
 	}
 
@@ -93,7 +101,7 @@ func TestVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(data, &rep); err != nil || len(rep.Results) != 5 || rep.Results[3].Status != NotRun {
+	if err := json.Unmarshal(data, &rep); err != nil || len(rep.Results) != 8 || rep.Results[3].Status != NotRun {
 		t.Errorf("JSON report %s (err %v)", data, err)
 	}
 }
@@ -147,7 +155,11 @@ func TestParseErrors(t *testing.T) {
 		{"go test without -v", head + claim + "    command: go test ./fgn -run TestX\n    output: test-log\n    expected: \"0\"\n    tolerance: {absolute: 1}\n",
 			`line 6: claim "c": command "go test ./fgn -run TestX": a go test claim needs -run <regexp> and -v`},
 		{"bad expected", head + claim + "    command: fgn toy\n    output: a.csv\n    measure: {column: y}\n    expected: big\n    tolerance: {absolute: 1}\n",
-			`line 9: claim "c": expected "big" is neither a number nor an ordering`},
+			`line 9: claim "c": expected "big" is neither a number, an ordering`},
+		{"not reached with a tolerance", head + claim + "    command: fgn toy\n    output: a.csv\n    measure: {column: y}\n    expected: not reached\n    tolerance: {absolute: 1}\n",
+			`line 10: claim "c": a "not reached" claim takes no tolerance`},
+		{"unknown profile", head + claim + "    command: fgn toy\n    profiles: [gpu]\n    output: a.csv\n    measure: {column: y}\n    expected: \"1\"\n    tolerance: {absolute: 1}\n",
+			`line 7: claim "c": unknown profile "gpu"`},
 		{"ordering without group", head + claim + "    command: fgn toy\n    output: a.csv\n    measure: {column: y}\n    expected: a < b\n    tolerance: {absolute: 0}\n",
 			`line 8: claim "c": an ordering needs measure.group`},
 		{"unknown data set", head + claim + "    command: fgn toy\n    requires: [cars]\n    output: a.csv\n    measure: {column: y}\n    expected: \"1\"\n    tolerance: {absolute: 1}\n",

@@ -2,6 +2,7 @@ package artifact
 
 import (
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -93,6 +94,7 @@ func lintDockerfile(text string) []string {
 		{"RUN", "./cmd/pjrt-install -plugin cuda13 -version", "the CUDA PJRT plugin at a pinned version"},
 		{"RUN", "jupyterlab==", "JupyterLab at a pinned version"},
 		{"EXPOSE", "8888", "EXPOSE 8888"},
+		{"ENTRYPOINT", "docker/entrypoint.sh", "the entry point choosing the backend (docker/entrypoint.sh)"},
 		{"CMD", `"--ip=0.0.0.0"`, "JupyterLab on 0.0.0.0"},
 		{"CMD", "notebooks", "JupyterLab opening notebooks/"},
 	} {
@@ -118,6 +120,27 @@ func TestDockerfileLint(t *testing.T) {
 	}
 	if _, err := os.Stat("../../.ci/install.sh"); err != nil {
 		t.Errorf("the Dockerfile runs .ci/install.sh: %v", err)
+	}
+}
+
+// TestEntrypoint runs docker/entrypoint.sh: it keeps an explicit GOMLX_BACKEND, and without one
+// it selects xla:cuda exactly when a GPU device node is visible.
+func TestEntrypoint(t *testing.T) {
+	_, err := os.Stat("/dev/nvidiactl")
+	gpu := err == nil
+	for _, tc := range []struct{ env, want string }{
+		{"GOMLX_BACKEND=go", "go"},
+		{"GOMLX_BACKEND=", map[bool]string{true: "xla:cuda", false: ""}[gpu]},
+	} {
+		cmd := exec.Command("sh", "../../docker/entrypoint.sh", "sh", "-c", `printf %s "$GOMLX_BACKEND"`)
+		cmd.Env = append(os.Environ(), tc.env)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.env, err)
+		}
+		if string(out) != tc.want {
+			t.Errorf("%s (GPU visible: %v): GOMLX_BACKEND=%q, want %q", tc.env, gpu, out, tc.want)
+		}
 	}
 }
 

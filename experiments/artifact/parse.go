@@ -55,7 +55,7 @@ func Parse(data []byte, subcommands []string) (*Artifact, error) {
 	for i := range a.Claims {
 		c, n := &a.Claims[i], claimNodes.Content[i]
 		c.line = n.Line
-		if err := c.validate(n, subcommands, datasets); err != nil {
+		if err := c.validate(n, subcommands, datasets, a.Profiles); err != nil {
 			return nil, err
 		}
 		if prev, ok := ids[c.ID]; ok {
@@ -142,7 +142,7 @@ func checkFields(n *yaml.Node, t reflect.Type, where string) error {
 }
 
 // validate checks one claim; n is its mapping node.
-func (c *Claim) validate(n *yaml.Node, subcommands []string, datasets map[string]bool) error {
+func (c *Claim) validate(n *yaml.Node, subcommands []string, datasets map[string]bool, profiles map[string]Profile) error {
 	fail := func(key, format string, args ...any) error {
 		return fmt.Errorf("line %d: claim %q: %s", lineOf(n, key), c.ID, fmt.Sprintf(format, args...))
 	}
@@ -155,15 +155,23 @@ func (c *Claim) validate(n *yaml.Node, subcommands []string, datasets map[string
 	if _, err := ParseCommand(c.Command, subcommands); err != nil {
 		return fail("command", "%v", err)
 	}
+	for _, p := range c.Profiles {
+		if _, ok := profiles[p]; !ok {
+			return fail("profiles", "unknown profile %q (not in the profiles section)", p)
+		}
+	}
 	for _, r := range c.Requires {
 		if !datasets[r] {
 			return fail("requires", "requires unknown data set %q (not in the data section)", r)
 		}
 	}
-	if c.Tolerance == nil || (c.Tolerance.Absolute == nil && c.Tolerance.Relative == nil) {
+	switch {
+	case c.Expected == NotReached && c.Tolerance != nil:
+		return fail("tolerance", "a %q claim takes no tolerance", NotReached)
+	case c.Expected != NotReached && (c.Tolerance == nil || (c.Tolerance.Absolute == nil && c.Tolerance.Relative == nil)):
 		return fail("tolerance", "missing tolerance (absolute and/or relative)")
-	}
-	if (c.Tolerance.Absolute != nil && *c.Tolerance.Absolute < 0) || (c.Tolerance.Relative != nil && *c.Tolerance.Relative < 0) {
+	case c.Tolerance == nil:
+	case (c.Tolerance.Absolute != nil && *c.Tolerance.Absolute < 0) || (c.Tolerance.Relative != nil && *c.Tolerance.Relative < 0):
 		return fail("tolerance", "negative tolerance")
 	}
 	switch {
@@ -183,13 +191,17 @@ func (c *Claim) validate(n *yaml.Node, subcommands []string, datasets map[string
 		if c.Measure.Column == "" {
 			return fail("measure", "a CSV claim needs measure.column")
 		}
+		if c.Expected == NotReached {
+			break
+		}
 		if ord, err := parseOrdering(c.Expected); err != nil {
 			return fail("expected", "%v", err)
 		} else if ord != nil && c.Measure.Group == "" {
 			return fail("measure", "an ordering needs measure.group (the column naming %s)", strings.Join(ord, ", "))
 		} else if ord == nil {
 			if _, err := strconv.ParseFloat(c.Expected, 64); err != nil {
-				return fail("expected", "expected %q is neither a number nor an ordering such as \"a < b < c\"", c.Expected)
+				return fail("expected", "expected %q is neither a number, an ordering such as \"a < b < c\" nor %q",
+					c.Expected, NotReached)
 			}
 		}
 	}

@@ -64,6 +64,10 @@ type Dataset struct {
 
 // Claim is one checked statement of the paper.
 //
+// Requires names the data sets the claim needs; Profiles, when set, the only profiles in which
+// it is checked (timing claims: a smoke run's few steps on a shared CI machine measure noise, not
+// the paper's cost model). Otherwise the claim is reported as not run, with the reason.
+//
 // Output is either TestLog (the claim's command is a verbose Go test; the measured value is the
 // largest error the test printed, expected 0, and the claim passes when the test passed and every
 // printed error is within the tolerance) or the name of a CSV file the command writes under the
@@ -74,6 +78,7 @@ type Claim struct {
 	Statement string            `yaml:"statement"`
 	Command   string            `yaml:"command"`
 	Requires  []string          `yaml:"requires"`
+	Profiles  []string          `yaml:"profiles"`
 	Output    string            `yaml:"output"`
 	Measure   Measure           `yaml:"measure"`
 	Expected  string            `yaml:"expected"`
@@ -86,6 +91,11 @@ type Claim struct {
 
 // TestLog is the Output of claims read from a verbose Go test log.
 const TestLog = "test-log"
+
+// NotReached is the Expected value of a CSV claim stating that a threshold is not reached (the
+// "–" cells of the paper's Table 1): it passes when every selected value is NaN, the CSV files'
+// marker for "not reached within the horizon". It takes no tolerance.
+const NotReached = "not reached"
 
 // Measure selects values from a CSV output.
 //
@@ -102,7 +112,7 @@ type Measure struct {
 	Group  string            `yaml:"group"`
 }
 
-// Tolerance is an absolute and/or relative tolerance. A value v matches the expected e when
+// Tolerance is an absolute and/or relative tolerance (nil only for NotReached claims). A value v matches the expected e when
 // |v − e| ≤ Absolute + Relative·|e|. In an ordering "a < b", the same slack applies to b:
 // the ordering holds when v_a < v_b + Absolute + Relative·|v_b|.
 type Tolerance struct {

@@ -85,12 +85,22 @@ func Verify(ctx context.Context, a *Artifact, opt Options) ([]Result, error) {
 	var results []Result
 	for i, c := range a.Claims {
 		res := Result{ID: c.ID, Reference: c.Reference, Expected: c.Expected}
-		if c.Output == TestLog {
+		switch {
+		case c.Output == TestLog:
 			res.Expected = fmt.Sprintf("every printed error ≤ %s", fmtTol(c.Tolerance))
-		} else {
+		case c.Expected == NotReached:
+			res.Expected = NotReached
+		default:
 			res.Expected = fmt.Sprintf("%s (%s)", c.Expected, fmtTol(c.Tolerance))
 		}
 		fmt.Fprintf(opt.Log, "[%d/%d] %s: %s\n", i+1, len(a.Claims), c.ID, c.Reference)
+		if len(c.Profiles) > 0 && !slices.Contains(c.Profiles, opt.Profile) {
+			res.Status = NotRun
+			res.Detail = fmt.Sprintf("checked only in profile %s", strings.Join(c.Profiles, ", "))
+			results = append(results, res)
+			fmt.Fprintf(opt.Log, "  not run: %s\n", res.Detail)
+			continue
+		}
 		if missing := missingData(a, c, opt.Dir); missing != "" {
 			res.Status, res.Detail = NotRun, missing
 			results = append(results, res)
@@ -227,6 +237,9 @@ func checkCSV(path string, c Claim) (measured, status string, err error) {
 			vals[i] -= m
 		}
 	}
+	if c.Expected == NotReached {
+		return checkNotReached(vals)
+	}
 	order, _ := parseOrdering(c.Expected)
 	if order != nil {
 		return checkOrdering(t, rows, vals, order, c)
@@ -246,6 +259,21 @@ func checkCSV(path string, c Claim) (measured, status string, err error) {
 		return measured, Fail, nil
 	}
 	return measured, Pass, nil
+}
+
+// checkNotReached passes when every value is NaN (not reached); otherwise it reports the
+// smallest value reached.
+func checkNotReached(vals []float64) (measured, status string, err error) {
+	reached := math.Inf(1)
+	for _, v := range vals {
+		if !math.IsNaN(v) {
+			reached = math.Min(reached, v)
+		}
+	}
+	if math.IsInf(reached, 1) {
+		return NotReached, Pass, nil
+	}
+	return "reached at " + strconv.FormatFloat(reached, 'g', 6, 64), Fail, nil
 }
 
 func checkOrdering(t *report.Table, rows [][]string, vals []float64, order []string, c Claim) (string, string, error) {

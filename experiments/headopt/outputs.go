@@ -14,23 +14,6 @@ import (
 	"github.com/fgn-paper/fgn/internal/atomicfile"
 )
 
-// plotMethod maps a method of the sweep to its plot style and its label in the figure and
-// table. The paper's FGN on Cars196 is the closed-form affine row Gram (app. F.2), train.FGN,
-// drawn in plot.FGNClosedForm's style but labelled "FGN" as in the paper.
-func plotMethod(m train.Method) (plot.Method, string, error) {
-	switch m {
-	case train.Adam:
-		return plot.Adam, "Adam", nil
-	case train.SGN:
-		return plot.SGN, "SGN", nil
-	case train.FGN:
-		return plot.FGNClosedForm, "FGN", nil
-	case train.FGNGeneric:
-		return plot.FGN, "FGN (generic closures)", nil
-	}
-	return 0, "", fmt.Errorf("headopt: no plot style for method %q", m)
-}
-
 // Files are the output file names for data tagged tag (Data.Tag).
 type Files struct{ Figure, Curves, Table, TracesDir string }
 
@@ -80,10 +63,7 @@ func SummaryTable(curves []Curve, horizon float64, thresholds []float64) *report
 	t.Comment("thresholds_pct", strings.Trim(fmt.Sprint(thresholds), "[]"))
 	t.Comment("not_reached", "NaN: the mean accuracy curve stays below the threshold up to the horizon")
 	for _, c := range curves {
-		_, label, err := plotMethod(c.Method)
-		if err != nil {
-			label = string(c.Method)
-		}
+		label := c.Method.Label()
 		last := len(c.Time) - 1
 		row := []any{string(c.Method), label, c.Seeds, 100 * c.AccMean[last], 100 * c.AccStd[last],
 			c.CEMean[last], c.CEStd[last], c.MsPerStep}
@@ -295,17 +275,16 @@ func Figure(curves *report.Table, base, title string) ([]string, error) {
 	p.Legend.Top, p.Legend.Left = false, false
 	lo := math.Inf(1)
 	for _, m := range order {
-		pm, label, err := plotMethod(m)
-		if err != nil {
-			return nil, err
+		st, ok := plot.MethodStyle(m)
+		if !ok {
+			return nil, fmt.Errorf("headopt: no plot style for method %q", m)
 		}
 		s := byMethod[m]
-		if err := plot.AddBand(p, "", pm.Style().Color, s.x, s.lo, s.hi); err != nil {
+		if err := plot.AddBand(p, "", st.Color, s.x, s.lo, s.hi); err != nil {
 			return nil, err
 		}
-		st := pm.Style()
 		st.Glyph = nil // the grid is dense: a line per method, no markers
-		if err := plot.AddSeries(p, label, st, s.x, s.mean); err != nil {
+		if err := plot.AddSeries(p, m.Label(), st, s.x, s.mean); err != nil {
 			return nil, err
 		}
 		// Zoom on the late part of the race, as the paper's figure does: the lower limit is the

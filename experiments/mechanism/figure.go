@@ -9,6 +9,7 @@ import (
 
 	"github.com/fgn-paper/fgn/experiments/plot"
 	"github.com/fgn-paper/fgn/experiments/report"
+	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/internal/atomicfile"
 )
 
@@ -76,7 +77,7 @@ func Figure(ts *Tables, dir string) ([]string, error) {
 // stepTimeSeries holds one method's curve of panel (a).
 type stepTimeSeries struct{ classes, median, q1, q3 []float64 }
 
-func stepTimeByMethod(t *report.Table) (map[plot.Method]*stepTimeSeries, error) {
+func stepTimeByMethod(t *report.Table) (map[train.Method]*stepTimeSeries, error) {
 	mc, err := t.Column("method")
 	if err != nil {
 		return nil, err
@@ -87,11 +88,11 @@ func stepTimeByMethod(t *report.Table) (map[plot.Method]*stepTimeSeries, error) 
 			return nil, err
 		}
 	}
-	out := map[plot.Method]*stepTimeSeries{}
+	out := map[train.Method]*stepTimeSeries{}
 	for i, row := range t.Rows {
-		m, err := plot.ParseMethod(row[mc])
-		if err != nil {
-			return nil, fmt.Errorf("mechanism: step-time row %d: %w", i, err)
+		m := train.Method(row[mc])
+		if _, ok := plot.MethodStyle(m); !ok {
+			return nil, fmt.Errorf("mechanism: step-time row %d: unknown method %q", i, row[mc])
 		}
 		s := out[m]
 		if s == nil {
@@ -119,12 +120,13 @@ func PanelStepTime(t *report.Table) (*plot.Plot, error) {
 	p := plot.New("(a) step time", "number of classes C", "time per step (ms)")
 	plot.LogLog2(p)
 	p.Legend.Top, p.Legend.Left = false, false
-	for _, m := range plot.Methods() {
+	for _, m := range train.Methods {
 		s := series[m]
 		if s == nil {
 			continue
 		}
-		if err := plot.AddBand(p, "", m.Style().Color, s.classes, s.q1, s.q3); err != nil {
+		style, _ := plot.MethodStyle(m)
+		if err := plot.AddBand(p, "", style.Color, s.classes, s.q1, s.q3); err != nil {
 			return nil, err
 		}
 		if err := plot.AddMethod(p, m, s.classes, s.median); err != nil {
@@ -152,8 +154,10 @@ func PanelTrace(t *report.Table) (*plot.Plot, error) {
 	if err := plot.AddBand(p, "gap = dropped", gap, xi, cols["tr_retained"], cols["tr_full"]); err != nil {
 		return nil, err
 	}
-	full := plot.Style{Color: plot.SGN.Style().Color}
-	retained := plot.Style{Color: plot.FGN.Style().Color, Dashes: plot.Series(1).Dashes}
+	sgnStyle, _ := plot.MethodStyle(train.SGN)
+	fgnStyle, _ := plot.MethodStyle(train.FGN)
+	full := plot.Style{Color: sgnStyle.Color}
+	retained := plot.Style{Color: fgnStyle.Color, Dashes: plot.Series(1).Dashes}
 	for _, s := range []struct {
 		label string
 		style plot.Style
@@ -235,16 +239,17 @@ func Caption(ts *Tables) (string, error) {
 	fmt.Fprintf(&b, "(a) Steady-state time of one optimiser step (logits, direction and parameter update in one compiled graph) "+
 		"of a linear softmax head on fixed Gaussian features, against the number of classes C; median over the timed steps, "+
 		"interquartile range shaded. Adam is GoMLX's optimizer.Adam; SGN is parameter-space CG on the full softmax GGN; "+
-		"FGN is row-space CG through the generic JVP/VJP closures (as timed in the paper); FGN (closed form) uses the affine-head "+
-		"row Gram of appendix F.2. λ = 1, CG budget 5. %s. %s. Profile %s.\n",
+		"FGN is row-space CG (eq. 4.6) on the closed-form affine-head row Gram of appendix F.2; FGN (matrix-free) is the same "+
+		"row-space CG applying the row operator by one JVP and one VJP of the head per iteration (eq. 4.8), the products SGN uses. "+
+		"λ = 1, CG budget 5. %s. %s. Profile %s.\n",
 		get(ts.StepTime, "parameters"), get(ts.StepTime, "steps"), get(ts.StepTime, "profile"))
 	fmt.Fprintf(&b, "Measured on %s, backend %s (%s), %s; host %s.\n", get(ts.StepTime, "device"), get(ts.StepTime, "backend"),
 		get(ts.StepTime, "build"), get(ts.StepTime, "date"), get(ts.StepTime, "host load"))
-	if sgn := series[plot.SGN]; sgn != nil {
+	if sgn := series[train.SGN]; sgn != nil {
 		last := len(sgn.classes) - 1
-		for _, m := range []plot.Method{plot.FGN, plot.FGNClosedForm} {
+		for _, m := range []train.Method{train.FGN, train.FGNMatrixFree} {
 			if s := series[m]; s != nil && len(s.classes) == len(sgn.classes) && s.classes[last] == sgn.classes[last] {
-				fmt.Fprintf(&b, "At C = %g, %s/SGN median step-time ratio: %.3g.\n", sgn.classes[last], m, s.median[last]/sgn.median[last])
+				fmt.Fprintf(&b, "At C = %g, %s/SGN median step-time ratio: %.3g.\n", sgn.classes[last], m.Label(), s.median[last]/sgn.median[last])
 			}
 		}
 	}

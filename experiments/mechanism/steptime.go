@@ -17,8 +17,8 @@ import (
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/fgn-paper/fgn/experiments/plot"
 	"github.com/fgn-paper/fgn/experiments/report"
+	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/fgn"
 )
 
@@ -37,7 +37,7 @@ type StepTimeConfig struct {
 	Warmup, Steps                   int
 	LargeC, LargeWarmup, LargeSteps int
 	// Methods are the methods timed, in order.
-	Methods []plot.Method
+	Methods []train.Method
 	// Lambda is the damping λ and CGIters the CG budget of SGN and FGN (paper: 1 and 5).
 	Lambda  float64
 	CGIters int
@@ -69,7 +69,7 @@ var StepTimeProfiles = map[string]StepTimeConfig{
 
 func init() {
 	for name, c := range StepTimeProfiles {
-		c.Methods = plot.Methods()
+		c.Methods = slices.Clone(train.Methods)
 		c.Lambda, c.CGIters = 1, 5
 		c.AdamLR, c.StepSize = 1e-3, 1
 		c.Seed = 1
@@ -116,8 +116,8 @@ func (c StepTimeConfig) validate() error {
 		}
 	}
 	for _, m := range c.Methods {
-		if _, err := plot.ParseMethod(m.Key()); err != nil {
-			return err
+		if !slices.Contains(train.Methods, m) {
+			return fmt.Errorf("mechanism: unknown method %q (want one of %v)", m, train.Methods)
 		}
 	}
 	return nil
@@ -148,38 +148,30 @@ func adamStep(lr float64) stepFunc {
 	}
 }
 
-// gnStep is one step of an fgn.Optimizer (FGN or SGN) on the head, linearised by lin: the
-// optimizer computes the direction and updates the variables.
-func gnStep(opt fgn.Optimizer, lin func(head *fgn.AffineHead) fgn.Linearization) stepFunc {
+// gnStep is one step of an fgn.Optimizer (FGN or SGN) on the affine head, whose exact JVP/VJP
+// products both use: the optimizer computes the direction and updates the variables.
+func gnStep(opt fgn.Optimizer) stepFunc {
 	return func(scope *model.Scope, h, labels *Node, w, bias *model.Variable) *Node {
-		return opt.UpdateGraph(scope, lin(headOf(h, w, bias)), labels).Loss
+		return opt.UpdateGraph(scope, headOf(h, w, bias), labels).Loss
 	}
 }
 
-// closedForm linearises the head with its closed-form products: FGN then uses the affine row
-// Gram of appendix F.2 (the feature Gram h hᵀ + 1 recomputed at every step), SGN the closed-form
-// Jacobian products.
-func closedForm(head *fgn.AffineHead) fgn.Linearization { return head }
-
-// generic linearises the head through the autodiff JVP/VJP closures of fgn.Linearize, as FGN is
-// timed in the paper.
-func generic(head *fgn.AffineHead) fgn.Linearization {
-	return fgn.Linearize(head.Logits(), head.Params())
-}
-
-func (c StepTimeConfig) step(m plot.Method) stepFunc {
+// step returns the step of method m. SGN is warm-started, as in the paper; FGN forms the
+// closed-form row Gram of appendix F.2 (the feature Gram h hᵀ + 1 recomputed at every step);
+// FGN (matrix-free) applies the row operator by head products in every CG iteration (eq. 4.8).
+func (c StepTimeConfig) step(m train.Method) stepFunc {
 	configure := func(o *fgn.GNConfig) fgn.Optimizer {
 		return o.LearningRate(c.StepSize).Damping(c.Lambda).CGMaxIterations(c.CGIters).Done()
 	}
 	switch m {
-	case plot.Adam:
+	case train.Adam:
 		return adamStep(c.AdamLR)
-	case plot.SGN: // warm-started, as in the paper
-		return gnStep(configure(fgn.SGN()), closedForm)
-	case plot.FGN:
-		return gnStep(configure(fgn.FGN()), generic)
+	case train.SGN:
+		return gnStep(configure(fgn.SGN()))
+	case train.FGNMatrixFree:
+		return gnStep(configure(fgn.FGN().MatrixFree(true)))
 	default:
-		return gnStep(configure(fgn.FGN()), closedForm)
+		return gnStep(configure(fgn.FGN()))
 	}
 }
 
@@ -251,7 +243,7 @@ func StepTime(backend compute.Backend, c StepTimeConfig, progress io.Writer) (*r
 	}
 	t.Comment("steps", fmt.Sprintf("%d warm-up, %d timed per (C, method)%s; a step is timed from the call until its loss is on the host", c.Warmup, c.Steps, warmLarge))
 	t.Comment("data", "x_i ~ N(0, I_d) float32, labels uniform on [0, C); features generated and moved to the device before timing")
-	t.Comment("methods", "adam: gomlx optimizer.Adam; sgn: fgn.SGN optimizer (parameter-space CG, warm start); fgn: fgn.FGN over fgn.Linearize (row-space CG, generic JVP/VJP); fgn_closed_form: fgn.FGN over fgn.AffineHead (closed-form affine row Gram, feature Gram recomputed per step)")
+	t.Comment("methods", "adam: gomlx optimizer.Adam; sgn: fgn.SGN over fgn.AffineHead (parameter-space CG on the head's JVP/VJP, warm start); fgn: fgn.FGN over fgn.AffineHead (row-space CG on the closed-form affine row Gram, feature Gram recomputed per step); fgn-matrix-free: fgn.FGN with MatrixFree over fgn.AffineHead (row-space CG, one head VJP and JVP per iteration)")
 
 	loadBefore := report.LoadAverage()
 	for _, numClasses := range c.Classes {
@@ -268,7 +260,7 @@ func StepTime(backend compute.Backend, c StepTimeConfig, progress io.Writer) (*r
 			}
 			warmup, steps := c.stepsAt(numClasses)
 			q := quantiles(times, 0, 0.25, 0.5, 0.75, 1)
-			t.Add(numClasses, m.Key(), warmup, steps, q[2], q[1], q[3], q[0], q[4], loss)
+			t.Add(numClasses, string(m), warmup, steps, q[2], q[1], q[3], q[0], q[4], loss)
 		}
 		finalizeAll(labels)
 	}
@@ -279,7 +271,7 @@ func StepTime(backend compute.Backend, c StepTimeConfig, progress io.Writer) (*r
 
 // timeMethod compiles and runs the steps of one method at C classes and returns the durations
 // of the timed steps in milliseconds and the loss of the last step.
-func timeMethod(backend compute.Backend, c StepTimeConfig, m plot.Method, numClasses int,
+func timeMethod(backend compute.Backend, c StepTimeConfig, m train.Method, numClasses int,
 	features, labels []*tensors.Tensor, bar *progressbar.ProgressBar) ([]float64, float64, error) {
 	store := model.NewStore()
 	defer store.Finalize()

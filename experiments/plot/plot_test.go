@@ -9,20 +9,25 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fgn-paper/fgn/experiments/train"
 )
 
 // TestMethodStyles pins the colour of every method (they must not drift between figures) and
 // checks that methods are told apart by colour and by dash-or-marker.
 func TestMethodStyles(t *testing.T) {
-	want := map[Method]color.RGBA{
-		Adam:          {0x66, 0x66, 0x66, 0xff},
-		SGN:           {0x00, 0x72, 0xb2, 0xff},
-		FGN:           {0xd5, 0x5e, 0x00, 0xff},
-		FGNClosedForm: {0xcc, 0x79, 0xa7, 0xff},
+	want := map[train.Method]color.RGBA{
+		train.Adam:          {0x66, 0x66, 0x66, 0xff},
+		train.SGN:           {0x00, 0x72, 0xb2, 0xff},
+		train.FGN:           {0xd5, 0x5e, 0x00, 0xff},
+		train.FGNMatrixFree: {0xcc, 0x79, 0xa7, 0xff},
 	}
-	seen := map[color.RGBA]Method{}
-	for _, m := range Methods() {
-		s := m.Style()
+	seen := map[color.RGBA]train.Method{}
+	for _, m := range train.Methods {
+		s, ok := MethodStyle(m)
+		if !ok {
+			t.Fatalf("%s has no style", m)
+		}
 		got := color.RGBAModel.Convert(s.Color).(color.RGBA)
 		if got != want[m] {
 			t.Errorf("%s: colour %v, want %v", m, got, want[m])
@@ -34,12 +39,9 @@ func TestMethodStyles(t *testing.T) {
 		if s.Glyph == nil {
 			t.Errorf("%s has no marker", m)
 		}
-		if back, err := ParseMethod(m.Key()); err != nil || back != m {
-			t.Errorf("ParseMethod(%q) = %v, %v; want %v", m.Key(), back, err, m)
-		}
 	}
-	if _, err := ParseMethod("lbfgs"); err == nil {
-		t.Error("ParseMethod accepted an unknown method")
+	if _, ok := MethodStyle("lbfgs"); ok {
+		t.Error("MethodStyle knows an unknown method")
 	}
 }
 
@@ -50,7 +52,7 @@ func TestSaveRow(t *testing.T) {
 	xs := []float64{1, 2, 4, 8}
 	a := New("(a) methods", "x", "y")
 	LogLog2(a)
-	for i, m := range Methods() {
+	for i, m := range train.Methods {
 		ys := []float64{1, 2, 3, 4}
 		for k := range ys {
 			ys[k] *= math.Pow(2, float64(i))
@@ -89,7 +91,8 @@ func TestSaveRow(t *testing.T) {
 			if got := img.Bounds().Dx(); got != wantW {
 				t.Errorf("%s: width %d px, want %d", path, got, wantW)
 			}
-			fgn := color.RGBAModel.Convert(FGN.Style().Color).(color.RGBA)
+			style, _ := MethodStyle(train.FGN)
+			fgn := color.RGBAModel.Convert(style.Color).(color.RGBA)
 			found := false
 			for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y && !found; y++ {
 				for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x++ {
@@ -130,9 +133,9 @@ func TestErrors(t *testing.T) {
 		want string
 	}{
 		{"length mismatch", AddSeries(p, "s", Series(0), []float64{1, 2}, []float64{1}), "2 x values but 1 y values"},
-		{"NaN", AddMethod(p, SGN, []float64{1, 2}, []float64{1, math.NaN()}), "not finite"},
+		{"NaN", AddMethod(p, train.SGN, []float64{1, 2}, []float64{1, math.NaN()}), "not finite"},
 		{"empty", AddSeries(p, "s", Series(0), nil, nil), "no points"},
-		{"unknown method", AddMethod(p, Method(9), []float64{1}, []float64{1}), "unknown method"},
+		{"unknown method", AddMethod(p, "lbfgs", []float64{1}, []float64{1}), "unknown method"},
 		{"band lengths", AddBand(p, "b", Series(0).Color, []float64{1, 2}, []float64{1}, []float64{1, 2}), "1 lower"},
 		{"no panels", second(SaveRow(nil, PanelWidth, PanelHeight, filepath.Join(dir, "x"))), "no panels"},
 		{"zero size", second(Save(p, 0, PanelHeight, filepath.Join(dir, "x"))), "must be positive"},

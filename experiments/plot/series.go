@@ -8,15 +8,18 @@ import (
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/fgn-paper/fgn/experiments/train"
 )
 
 // AddMethod adds the curve ys(xs) of method m to p, with the method's fixed colour, dashes and
-// markers, and a legend entry.
-func AddMethod(p *Plot, m Method, xs, ys []float64) error {
-	if m < 0 || m >= numMethods {
-		return fmt.Errorf("plot: unknown method %d", int(m))
+// markers, and a legend entry with its label.
+func AddMethod(p *Plot, m train.Method, xs, ys []float64) error {
+	s, ok := MethodStyle(m)
+	if !ok {
+		return fmt.Errorf("plot: unknown method %q", m)
 	}
-	return AddSeries(p, m.String(), m.Style(), xs, ys)
+	return AddSeries(p, m.Label(), s, xs, ys)
 }
 
 // AddSeries adds the curve ys(xs) to p in the given style (a line, with markers when the style

@@ -15,69 +15,12 @@ import (
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/fgn-paper/fgn/experiments/train"
 )
 
 // Plot is a gonum/plot panel; this package's helpers create, fill and save them.
 type Plot = gplot.Plot
-
-// Method is an optimisation method compared in the figures. Each has one colour, dash pattern
-// and marker, the same in every figure of the project.
-type Method int
-
-const (
-	// Adam is the first-order reference (GoMLX's optimizer.Adam).
-	Adam Method = iota
-	// SGN is the damped full-softmax-GGN method (parameter-space CG).
-	SGN
-	// FGN is the damped FGN method through the generic JVP/VJP closures (row-space CG).
-	FGN
-	// FGNClosedForm is FGN with the closed-form affine-head row Gram (appendix F.2).
-	FGNClosedForm
-	numMethods
-)
-
-// Methods lists every method in legend order.
-func Methods() []Method { return []Method{Adam, SGN, FGN, FGNClosedForm} }
-
-// String returns the legend label of the method.
-func (m Method) String() string {
-	switch m {
-	case Adam:
-		return "Adam"
-	case SGN:
-		return "SGN"
-	case FGN:
-		return "FGN"
-	case FGNClosedForm:
-		return "FGN (closed form)"
-	}
-	return fmt.Sprintf("Method(%d)", int(m))
-}
-
-// Key returns the method's machine-readable name, used in CSV files.
-func (m Method) Key() string {
-	switch m {
-	case Adam:
-		return "adam"
-	case SGN:
-		return "sgn"
-	case FGN:
-		return "fgn"
-	case FGNClosedForm:
-		return "fgn_closed_form"
-	}
-	return fmt.Sprintf("method%d", int(m))
-}
-
-// ParseMethod returns the method whose Key is key.
-func ParseMethod(key string) (Method, error) {
-	for _, m := range Methods() {
-		if m.Key() == key {
-			return m, nil
-		}
-	}
-	return 0, fmt.Errorf("plot: unknown method %q (want adam, sgn, fgn or fgn_closed_form)", key)
-}
 
 // Style is how one series is drawn.
 type Style struct {
@@ -99,20 +42,21 @@ var (
 	grey          = color.RGBA{0x66, 0x66, 0x66, 0xff}
 )
 
-// Style returns the fixed style of the method. FGN and its closed form share the warm hues
-// and differ in dash and marker; Adam is grey (the first-order reference), SGN blue.
-func (m Method) Style() Style {
+// MethodStyle returns the fixed style of an optimisation method, the same in every figure of
+// the project, and false for a method it does not know. FGN and its matrix-free variant share
+// the warm hues and differ in dash and marker; Adam is grey (the first-order reference), SGN blue.
+func MethodStyle(m train.Method) (Style, bool) {
 	switch m {
-	case Adam:
-		return Style{Color: grey, Dashes: []vg.Length{vg.Points(1), vg.Points(2)}, Glyph: draw.SquareGlyph{}}
-	case SGN:
-		return Style{Color: blue, Glyph: draw.TriangleGlyph{}}
-	case FGN:
-		return Style{Color: vermillion, Glyph: draw.CircleGlyph{}}
-	case FGNClosedForm:
-		return Style{Color: reddishPurple, Dashes: []vg.Length{vg.Points(4), vg.Points(2)}, Glyph: draw.RingGlyph{}}
+	case train.Adam:
+		return Style{Color: grey, Dashes: []vg.Length{vg.Points(1), vg.Points(2)}, Glyph: draw.SquareGlyph{}}, true
+	case train.SGN:
+		return Style{Color: blue, Glyph: draw.TriangleGlyph{}}, true
+	case train.FGN:
+		return Style{Color: vermillion, Glyph: draw.CircleGlyph{}}, true
+	case train.FGNMatrixFree:
+		return Style{Color: reddishPurple, Dashes: []vg.Length{vg.Points(4), vg.Points(2)}, Glyph: draw.RingGlyph{}}, true
 	}
-	return Series(0)
+	return Style{}, false
 }
 
 // seriesStyles are the styles for series that are not methods, in order; the first three use

@@ -20,7 +20,7 @@ func BenchmarkCars196Head(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, method := range []Method{Adam, SGN, FGN, FGNGeneric} {
+	for _, method := range Methods {
 		b.Run(string(method), func(b *testing.B) {
 			var seconds float64
 			for range b.N {

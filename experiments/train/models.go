@@ -61,19 +61,15 @@ func (m Model) initialize(scope *model.Scope, dim, classes int, seed uint64) []*
 }
 
 // linearize returns the logits of x under the variables' current values, linearised: the
-// closed-form AffineHead for the affine model unless generic is set, else autodiff closures.
-func (m Model) linearize(vars []*model.Variable, x *Node, generic bool) fgn.Linearization {
+// AffineHead (exact closed-form products) for the affine model, autodiff closures for the MLP.
+func (m Model) linearize(vars []*model.Variable, x *Node) fgn.Linearization {
 	g := x.Graph()
 	p := make(fgn.Vec, len(vars))
 	for k, v := range vars {
 		p[k] = v.NodeValue(g)
 	}
 	if m.Hidden == 0 {
-		head := fgn.NewAffineHead(x, p[0], p[1])
-		if generic {
-			return fgn.Linearize(head.Logits(), head.Params())
-		}
-		return head
+		return fgn.NewAffineHead(x, p[0], p[1])
 	}
 	hidden := Tanh(Add(MatMul(x, p[0]), ExpandAxes(p[1], 0)))
 	return fgn.Linearize(Add(MatMul(hidden, p[2]), ExpandAxes(p[3], 0)), p)

@@ -67,3 +67,20 @@ func TestProgress(t *testing.T) {
 		t.Errorf("progress displays:\n got %q\nwant %q", shown, want)
 	}
 }
+
+func TestProgressWriter(t *testing.T) {
+	var shown []string
+	update = func(id, html string) { shown = append(shown, html) }
+	defer func() { update = gonbui.UpdateHTML }()
+	w := NewProgress().Writer()
+	for _, chunk := range []string{"\r panel (a)  10% (1/10) <x>\r", "\r panel (a)  20% (2/10)", "\n\n"} {
+		if n, err := w.Write([]byte(chunk)); n != len(chunk) || err != nil {
+			t.Errorf("Write(%q) = %d, %v; want %d, nil", chunk, n, err, len(chunk))
+		}
+	}
+	// The second chunk comes within 250 ms of the first and is skipped; the third has no text.
+	want := []string{"", "<pre>panel (a)  10% (1/10) &lt;x&gt;</pre>"}
+	if !slices.Equal(shown, want) {
+		t.Errorf("progress displays:\n got %q\nwant %q", shown, want)
+	}
+}

@@ -3,6 +3,7 @@ package nb
 import (
 	"fmt"
 	"html"
+	"strings"
 	"time"
 
 	"github.com/janpfeifer/gonb/gonbui"
@@ -39,6 +40,29 @@ func (p *Progress) Update(label string, done, total int) {
 	}
 	p.last = now
 	update(p.id, progressHTML(label, done, total, now.Sub(p.start)))
+}
+
+// Writer returns an io.Writer for code that reports progress as terminal text (a progress bar
+// redrawn after carriage returns): the progress block shows the last non-empty line written,
+// at most every 250 ms.
+func (p *Progress) Writer() *ProgressWriter { return &ProgressWriter{p: p} }
+
+// ProgressWriter is the io.Writer of [Progress.Writer].
+type ProgressWriter struct{ p *Progress }
+
+// Write shows the last non-empty line of b (lines end at '\r' or '\n'); it never fails.
+func (w *ProgressWriter) Write(b []byte) (int, error) {
+	lines := strings.FieldsFunc(string(b), func(r rune) bool { return r == '\r' || r == '\n' })
+	for k := len(lines) - 1; k >= 0; k-- {
+		if line := strings.TrimSpace(lines[k]); line != "" {
+			if now := time.Now(); now.Sub(w.p.last) >= progressEvery {
+				w.p.last = now
+				update(w.p.id, "<pre>"+html.EscapeString(line)+"</pre>")
+			}
+			break
+		}
+	}
+	return len(b), nil
 }
 
 // Done empties the progress block and waits until GoNB has received that.

@@ -63,6 +63,23 @@ func whitenGram(gram, sqrtQ *Node) *Node {
 	return Mul(gram, Mul(ExpandAxes(sqrtQ, -1), ExpandAxes(sqrtQ, 0)))
 }
 
+// FGNOperator returns the damped FGN curvature-vector product in parameter space,
+//
+//	v ↦ (H_FGN + λI) v = (1/b) Jᵀ Q J v + λ v,      Q = diag(q),  q_i = p_★^{(i)} p_†^{(i)}      (eq. 3.8),
+//
+// of the b examples whose logits lin linearises and whose labels are labels, with one JVP and one
+// VJP of the margin map per application. That batch need not be the one the gradient comes from:
+// the simplified stochastic method of appendix D.3 draws the curvature batch independently.
+// lambda is the scalar λ. FGNDirection solves the same damped system in row space instead.
+func FGNOperator(lin Linearization, labels, lambda *Node) func(v Vec) Vec {
+	m := NewMargin(lin.Logits(), labels)
+	j := MarginJacobian{Lin: lin, GradS: m.GradS}
+	qOverB := MulScalar(m.Q, 1/float64(m.S.Shape().Dim(0)))
+	return func(v Vec) Vec {
+		return vecAxpy(j.VJP(Mul(qOverB, j.JVP(v))), lambda, v)
+	}
+}
+
 // GGNOperator returns the damped full softmax GGN-vector product used by SGN,
 //
 //	v ↦ (1/b) J_zᵀ (diag(p) - p pᵀ) J_z v + λ v        (eq. 3.1, batched),

@@ -5,7 +5,7 @@ import (
 )
 
 // MarginJacobian is the Jacobian J (b×d) of the batched margin map w ↦ s(w), whose row i is
-// J_i = ∇_z s_iᵀ J_z,i (eq. 2.8), given as products built from a logit Linearization:
+// J_i = ∇_z s_iᵀ J_z,i (eq. 2.9), given as products built from a logit Linearization:
 //
 //	Jᵀ a = J_zᵀ (a ⊙ ∇_z s),      J β = rowsum(∇_z s ⊙ J_z β).
 //

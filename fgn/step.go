@@ -65,7 +65,7 @@ type Direction struct {
 
 // LossGradient returns the mean cross-entropy of a batch and its gradient
 //
-//	g = (1/b) Jᵀ r = (1/b) J_zᵀ (p - y),       r_i = p_†^{(i)}      (eqs. 2.9, 3.6),
+//	g = (1/b) Jᵀ r = (1/b) J_zᵀ (p - y),       r_i = p_†^{(i)}      (eqs. 2.11, 3.8),
 //
 // computed with one VJP of the logit map.
 func LossGradient(lin Linearization, labels *Node) (loss *Node, grad Vec) {

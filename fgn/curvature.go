@@ -5,7 +5,7 @@ import (
 )
 
 // MarginJacobian is the Jacobian J (b×d) of the batched margin map w ↦ s(w), whose row i is
-// J_i = ∇_z s_iᵀ J_z,i (eq. 2.8), given as products built from a logit Linearization:
+// J_i = ∇_z s_iᵀ J_z,i (eq. 2.9), given as products built from a logit Linearization:
 //
 //	Jᵀ a = J_zᵀ (a ⊙ ∇_z s),      J β = rowsum(∇_z s ⊙ J_z β).
 //
@@ -61,6 +61,23 @@ func AffineRowGram(featureGram, gradS, sqrtQ *Node) *Node {
 
 func whitenGram(gram, sqrtQ *Node) *Node {
 	return Mul(gram, Mul(ExpandAxes(sqrtQ, -1), ExpandAxes(sqrtQ, 0)))
+}
+
+// FGNOperator returns the damped FGN curvature-vector product in parameter space,
+//
+//	v ↦ (H_FGN + λI) v = (1/b) Jᵀ Q J v + λ v,      Q = diag(q),  q_i = p_★^{(i)} p_†^{(i)}      (eq. 3.8),
+//
+// of the b examples whose logits lin linearises and whose labels are labels, with one JVP and one
+// VJP of the margin map per application. That batch need not be the one the gradient comes from:
+// the simplified stochastic method of appendix D.3 draws the curvature batch independently.
+// lambda is the scalar λ. FGNDirection solves the same damped system in row space instead.
+func FGNOperator(lin Linearization, labels, lambda *Node) func(v Vec) Vec {
+	m := NewMargin(lin.Logits(), labels)
+	j := MarginJacobian{Lin: lin, GradS: m.GradS}
+	qOverB := MulScalar(m.Q, 1/float64(m.S.Shape().Dim(0)))
+	return func(v Vec) Vec {
+		return vecAxpy(j.VJP(Mul(qOverB, j.JVP(v))), lambda, v)
+	}
 }
 
 // GGNOperator returns the damped full softmax GGN-vector product used by SGN,

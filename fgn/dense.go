@@ -12,7 +12,7 @@ import (
 type Dense struct {
 	// JZ holds the logit Jacobians J_z,i (b×C×d).
 	JZ *Node
-	// JS is the margin Jacobian J (b×d), row i = ∇_z s_iᵀ J_z,i (eq. 2.8).
+	// JS is the margin Jacobian J (b×d), row i = ∇_z s_iᵀ J_z,i (eq. 2.9).
 	JS *Node
 	// Grad is the mean-loss gradient (d), computed as (1/b) J_zᵀ(p − y).
 	Grad *Node
@@ -21,7 +21,7 @@ type Dense struct {
 	// q ∇_z s ∇_z sᵀ and the dropped term p_†(diag(ρ) − ρρᵀ) (ρ is 0 at the true class).
 	Cov, Kept, DroppedOut *Node
 	// GGN, FGN and Dropped are the batch-mean parameter-space matrices (d×d): H_GGN (eq. 3.1),
-	// H_FGN = (1/b) Jᵀ Q J (eq. 3.6), and (1/b) Σ_i p_† J_z,iᵀ (diag ρ − ρρᵀ) J_z,i (eq. 3.4's last
+	// H_FGN = (1/b) Jᵀ Q J (eq. 3.8), and (1/b) Σ_i p_† J_z,iᵀ (diag ρ − ρρᵀ) J_z,i (eq. 3.4's last
 	// term). Each is assembled from its own definition, so GGN = FGN + Dropped is a check of
 	// Theorem 3.1, not a construction.
 	GGN, FGN, Dropped *Node

@@ -114,7 +114,7 @@ func TestProposition32(t *testing.T) {
 	})
 }
 
-// TestBatchedIdentities checks g = Jᵀr/b and H_FGN = JᵀQJ/b (eq. 3.6) against the library's
+// TestBatchedIdentities checks g = Jᵀr/b and H_FGN = JᵀQJ/b (eq. 3.8) against the library's
 // LossGradient and the matrix-free FGN row operator.
 func TestBatchedIdentities(t *testing.T) {
 	p := newProblem(7, 5, 3, 4, 3, 1)

@@ -19,7 +19,7 @@ import (
 //	φ'(s) = p_†,  φ''(s) = p_★ p_† = q                (eq. 2.5)
 //	ρ_j = p_j / p_†  for j≠★                          (eq. 2.6)
 //	∇_z s = (-1 at ★, ρ elsewhere)                    (eq. 2.7)
-//	ξ   = 1 - ‖ρ‖²                                    (eq. 3.5)
+//	ξ   = 1 - ‖ρ‖²                                    (eq. 3.6)
 //
 // Every quantity is computed from the margin s or from logits shifted by their competitor
 // maximum, so it is finite for any finite logits in float32 and float64: p_★ and p_† are
@@ -39,7 +39,7 @@ type Margin struct {
 	// Loss is the per-example cross-entropy φ(s) (b).
 	Loss *Node
 	// GradS is ∇_z s (b×C): ρ with -1 at the true class (eq. 2.7). The margin Jacobian row of
-	// example i is J_i = GradS_iᵀ J_z,i (eq. 2.8).
+	// example i is J_i = GradS_iᵀ J_z,i (eq. 2.9).
 	GradS *Node
 	// OneHot is the one-hot encoding of the labels (b×C), in the logits' dtype.
 	OneHot *Node

@@ -26,8 +26,8 @@ func softmaxRef(z []float64) []float64 {
 	return p
 }
 
-// TestMarginLossAndGradient checks eq. (2.4), loss = softmax cross-entropy, and eq. (2.9),
-// gradient = J_zᵀ(p−y)/b, against host float64 references for an affine head.
+// TestMarginLossAndGradient checks eq. (2.4), loss = softmax cross-entropy, and eqs. (2.11)
+// and (3.8), gradient = J_zᵀ(p−y)/b, against host float64 references for an affine head.
 func TestMarginLossAndGradient(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -73,7 +73,7 @@ func TestMarginLossAndGradient(t *testing.T) {
 }
 
 // TestMarginQuantities checks p_★, p_†, q, ρ, ξ and ∇_z s against their definitions (eqs.
-// 2.2-2.7, 3.5) and the identity p_†∇_z s = p − y (eq. 2.7').
+// 2.2-2.7, 3.6) and the identity p_†∇_z s = p − y (eq. 2.8).
 func TestMarginQuantities(t *testing.T) {
 	p := newProblem(2, 5, 3, 6, 3, 2)
 	out := run(t, func(in []*Node) []*Node {

@@ -58,7 +58,7 @@ func TestEquivalenceLemma(t *testing.T) {
 }
 
 // TestRowSystemIdentities checks, on dense matrices, the similarity of the unwhitened and
-// whitened row operators (eq. D.2) and the residual-transfer identity and bound (appendix D.4)
+// whitened row operators (eq. D.6) and the residual-transfer identity and bound (appendix D.4)
 // for an arbitrary row-space iterate u.
 func TestRowSystemIdentities(t *testing.T) {
 	p := newProblem(9, 5, 3, 4, 3, 1)

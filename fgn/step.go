@@ -57,11 +57,15 @@ type Direction struct {
 	// Solution is the CG solution, the state a warm start carries to the next step: the row-space
 	// vector u (b) for FGN, the direction itself for SGN.
 	Solution Vec
+	// RowRHS is, for FGN, the right-hand side of the whitened row system that Solution
+	// approximately solves: r̃ = Q^{-1/2} r (eq. 4.6) when no row is saturated (see FGNDirection);
+	// nil for SGN.
+	RowRHS *Node
 }
 
 // LossGradient returns the mean cross-entropy of a batch and its gradient
 //
-//	g = (1/b) Jᵀ r = (1/b) J_zᵀ (p - y),       r_i = p_†^{(i)}      (eqs. 2.9, 3.6),
+//	g = (1/b) Jᵀ r = (1/b) J_zᵀ (p - y),       r_i = p_†^{(i)}      (eqs. 2.11, 3.8),
 //
 // computed with one VJP of the logit map.
 func LossGradient(lin Linearization, labels *Node) (loss *Node, grad Vec) {
@@ -129,7 +133,9 @@ func FGNDirection(lin Linearization, labels, u0 *Node, cfg Config) *Direction {
 	op := FGNRowOperator(j, w.sqrtQ, bLambda)
 	sol := CG(func(v Vec) Vec { return Vec{op(v[0])} }, Vec{rhs}, rowStart(u0), cfg.CG, lin.loopSafe())
 	d := vecScale(Scalar(g, dtype, -1), j.VJP(Add(w.deltaR, Mul(w.sqrtQ, sol.X[0]))))
-	return newDirection(d, m, sol)
+	dir := newDirection(d, m, sol)
+	dir.RowRHS = rhs
+	return dir
 }
 
 // FGNAffineDirection is FGNDirection for the affine head z = h W + 1 bᵀ using the closed-form
@@ -157,7 +163,9 @@ func FGNAffineDirection(head *AffineHead, labels, u0 *Node, cfg Config) *Directi
 	sol := CG(op, Vec{rhs}, rowStart(u0), cfg.CG, true)
 	j := MarginJacobian{Lin: head, GradS: m.GradS}
 	d := vecScale(Scalar(g, dtype, -1), j.VJP(Add(w.deltaR, Mul(w.sqrtQ, sol.X[0]))))
-	return newDirection(d, m, sol)
+	dir := newDirection(d, m, sol)
+	dir.RowRHS = rhs
+	return dir
 }
 
 // SGNDirection returns the damped full-softmax-GGN direction d = −(H_GGN + λI)^{-1} g of the SGN

@@ -26,6 +26,13 @@ func Show(png []byte) {
 	gonbui.Sync()
 }
 
+// ShowMarkdown displays Markdown (with $…$ mathematics) inline in the notebook (a no-op outside
+// GoNB) and waits until GoNB has received it.
+func ShowMarkdown(markdown string) {
+	gonbui.DisplayMarkdown(markdown)
+	gonbui.Sync()
+}
+
 // matrixGrid presents a matrix to plotter.HeatMap with row 0 at the top.
 type matrixGrid struct{ m mat.Matrix }
 

@@ -3,7 +3,10 @@ package nb
 import (
 	"math"
 	"os"
+	"slices"
 	"testing"
+
+	"github.com/janpfeifer/gonb/gonbui"
 )
 
 func TestCheck(t *testing.T) {
@@ -42,5 +45,42 @@ func TestRelErr(t *testing.T) {
 		if got := RelErr(tc.a, tc.b); got != tc.want {
 			t.Errorf("RelErr(%v, %v) = %g, want %g", tc.a, tc.b, got, tc.want)
 		}
+	}
+}
+
+func TestProgress(t *testing.T) {
+	var shown []string
+	update = func(id, html string) { shown = append(shown, html) }
+	defer func() { update = gonbui.UpdateHTML }()
+	p := NewProgress()
+	p.Update("run 1/2 <FGN>", 1, 10)  // shown: the first update
+	p.Update("run 1/2 <FGN>", 2, 10)  // skipped: within 250 ms of the previous one
+	p.Update("run 1/2 <FGN>", 10, 10) // shown: the last unit
+	p.Done()
+	want := []string{
+		"",
+		`<progress value="1" max="10"></progress> run 1/2 &lt;FGN&gt;: 1/10 (0s)`,
+		`<progress value="10" max="10"></progress> run 1/2 &lt;FGN&gt;: 10/10 (0s)`,
+		"",
+	}
+	if !slices.Equal(shown, want) {
+		t.Errorf("progress displays:\n got %q\nwant %q", shown, want)
+	}
+}
+
+func TestProgressWriter(t *testing.T) {
+	var shown []string
+	update = func(id, html string) { shown = append(shown, html) }
+	defer func() { update = gonbui.UpdateHTML }()
+	w := NewProgress().Writer()
+	for _, chunk := range []string{"\r panel (a)  10% (1/10) <x>\r", "\r panel (a)  20% (2/10)", "\n\n"} {
+		if n, err := w.Write([]byte(chunk)); n != len(chunk) || err != nil {
+			t.Errorf("Write(%q) = %d, %v; want %d, nil", chunk, n, err, len(chunk))
+		}
+	}
+	// The second chunk comes within 250 ms of the first and is skipped; the third has no text.
+	want := []string{"", "<pre>panel (a)  10% (1/10) &lt;x&gt;</pre>"}
+	if !slices.Equal(shown, want) {
+		t.Errorf("progress displays:\n got %q\nwant %q", shown, want)
 	}
 }

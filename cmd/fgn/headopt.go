@@ -92,15 +92,22 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 	config := fs.String("config", "", "hyper-parameter file written by fgn headopt select (default: the paper's values)")
 	thresholdsFlag := fs.String("thresholds", "", "comma-separated time-to-threshold accuracies in percent (default: 42,43,44 on Cars196, the profile's scaled ones on the stand-in)")
 	gridPoints := fs.Int("grid-points", 1001, "points of the shared wall-time grid")
+	seeds := fs.Int("seeds", 0, "run seeds 1..N instead of the profile's count (0: the profile's; e.g. 1 to time one seed of the full protocol)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("headopt: unexpected argument %q", fs.Arg(0))
 	}
+	if *seeds < 0 {
+		return fmt.Errorf("headopt: --seeds %d: want ≥ 1 (or 0 for the profile's count)", *seeds)
+	}
 	p, d, err := hf.load()
 	if err != nil {
 		return err
+	}
+	if *seeds > 0 {
+		p.Seeds = *seeds
 	}
 	thresholds := headopt.Cars196Thresholds
 	if d.Synthetic {

@@ -219,3 +219,78 @@ func TestLoadCacheErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepProgress checks the sweep-wide progress count: it rises with every step to the total
+// over all (method, seed) runs, and a resumed sweep counts the runs it reads back as done.
+func TestSweepProgress(t *testing.T) {
+	be, err := backend.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, d := smoke(t)
+	steps := p.Epochs * ((p.SynthTrain + p.BatchSize - 1) / p.BatchSize)
+	runs := len(p.Methods) * p.Seeds
+	dir := t.TempDir()
+	sweep := func() (counts []int, trained []int) {
+		t.Helper()
+		cfg := SweepConfig{Profile: p, Dir: dir,
+			RunProgress: func(k, n int, m train.Method, seed uint64) func(done, total int) {
+				if n != runs {
+					t.Errorf("RunProgress(%d, %d, %s, %d): n = %d, want %d", k, n, m, seed, n, runs)
+				}
+				trained = append(trained, k)
+				last := 0
+				return func(done, total int) {
+					if done != last+1 || total != steps {
+						t.Errorf("run %d: step callback (%d, %d) after %d, want (%d, %d)", k, done, total, last, last+1, steps)
+					}
+					last = done
+				}
+			},
+			Progress: func(done, total int) {
+				if total != runs*steps {
+					t.Errorf("sweep progress total %d, want %d runs × %d steps", total, runs, steps)
+				}
+				counts = append(counts, done)
+			}}
+		if _, err := Sweep(be, cfg, d); err != nil {
+			t.Fatal(err)
+		}
+		return counts, trained
+	}
+	check := func(name string, counts []int, wantCalls int) {
+		t.Helper()
+		if len(counts) != wantCalls {
+			t.Errorf("%s: %d progress calls, want %d", name, len(counts), wantCalls)
+		}
+		for i := 1; i < len(counts); i++ {
+			if counts[i] <= counts[i-1] {
+				t.Errorf("%s: progress went from %d to %d (call %d)", name, counts[i-1], counts[i], i)
+			}
+		}
+		if len(counts) == 0 || counts[len(counts)-1] != runs*steps {
+			t.Errorf("%s: progress ends at %v, want the total %d", name, counts[max(0, len(counts)-1):], runs*steps)
+		}
+	}
+
+	counts, trained := sweep()
+	check("fresh sweep", counts, runs*steps) // one call per step
+	if len(trained) != runs {
+		t.Errorf("fresh sweep: RunProgress for runs %v, want all %d", trained, runs)
+	}
+
+	// Interrupted in SGN seed 1 (run p.Seeds+1): the runs before it are read back and counted
+	// whole, then every step of the redone run follows, then the read-back runs after it.
+	if err := os.Remove(TracePath(dir, train.SGN, 1)); err != nil {
+		t.Fatal(err)
+	}
+	counts, trained = sweep()
+	check("resumed sweep", counts, runs-1+steps)
+	if k := p.Seeds + 1; !slices.Equal(trained, []int{k}) {
+		t.Errorf("resumed sweep: RunProgress for runs %v, want only run %d", trained, k)
+	}
+	if len(counts) > p.Seeds && (counts[0] != steps || counts[p.Seeds] != p.Seeds*steps+1) {
+		t.Errorf("resumed sweep: progress starts %v, want %d (a read-back run counts whole) and reaches %d "+
+			"at the redone run's first step", counts[:p.Seeds+1], steps, p.Seeds*steps+1)
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
+
 	"github.com/fgn-paper/fgn/experiments/headopt"
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/train"
@@ -71,7 +73,8 @@ func (f *headoptFlags) load() (headopt.Profile, *headopt.Data, error) {
 	return p, nil, fmt.Errorf("headopt: name the data: --features DIR (a feature cache) or --synthetic (a stand-in, not Cars196)")
 }
 
-// runProgress returns the per-run progress bars, labelled with the run's place in the sweep.
+// runProgress returns the per-run progress bars of the selection's candidate runs, labelled
+// with the run's place in the grid.
 func runProgress(w io.Writer, quiet bool) func(k, n int, m train.Method, seed uint64) func(done, total int) {
 	if quiet {
 		return nil
@@ -79,6 +82,91 @@ func runProgress(w io.Writer, quiet bool) func(k, n int, m train.Method, seed ui
 	return func(k, n int, m train.Method, seed uint64) func(done, total int) {
 		return progress(w, fmt.Sprintf("run %d/%d %s seed %d", k, n, m, seed))
 	}
+}
+
+// sweepBar is the sweep's progress display, one line: the run in flight with its own bar and
+// step count, then the bar over all the sweep's steps (finished runs read back count as done)
+// and the time left, estimated from the rate of the steps trained so far (the methods' steps
+// differ in cost, so it is rough until every method has run). It appears once the sweep has
+// taken delay, and clears itself when the sweep's last step is done.
+type sweepBar struct {
+	w     io.Writer
+	delay time.Duration
+	start time.Time
+	bar   *progressbar.ProgressBar
+	drawn time.Time // the bar's last update
+	// The run in flight: its label and steps; trained counts the steps trained since
+	// trainedSince, when the first trained run began.
+	run               string
+	runDone, runTotal int
+	trained           int
+	trainedSince      time.Time
+}
+
+func newSweepBar(w io.Writer) *sweepBar {
+	return &sweepBar{w: w, delay: 2 * time.Second, start: time.Now()}
+}
+
+// runProgress is headopt.SweepConfig.RunProgress.
+func (s *sweepBar) runProgress(k, n int, m train.Method, seed uint64) func(done, total int) {
+	s.run, s.runDone, s.runTotal = fmt.Sprintf("run %d/%d %s seed %d", k, n, m, seed), 0, 0
+	if s.trainedSince.IsZero() {
+		s.trainedSince = time.Now()
+	}
+	return func(done, total int) {
+		s.runDone, s.runTotal = done, total
+		s.trained++
+	}
+}
+
+// progress is headopt.SweepConfig.Progress.
+func (s *sweepBar) progress(done, total int) {
+	now := time.Now()
+	switch {
+	case s.bar == nil && now.Sub(s.start) < s.delay:
+		return
+	case s.bar == nil:
+		// Throttled here rather than by the bar, whose description and count are set apart.
+		s.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(s.w), progressbar.OptionSetWidth(20),
+			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(false), progressbar.OptionClearOnFinish())
+	case now.Sub(s.drawn) < 250*time.Millisecond && done < total:
+		return
+	}
+	s.drawn = now
+	desc := "sweep"
+	if s.run != "" {
+		desc = fmt.Sprintf("%s %s %d/%d · sweep", s.run, miniBar(s.runDone, s.runTotal, 10), s.runDone, s.runTotal)
+	}
+	if elapsed := now.Sub(s.trainedSince); s.trained > 0 && done < total {
+		left := time.Duration(float64(elapsed) / float64(s.trained) * float64(total-done))
+		desc += fmt.Sprintf(" (≈%s left)", left.Round(time.Second))
+	}
+	s.bar.Describe(desc)
+	_ = s.bar.Set(done)
+}
+
+// clearing returns w, clearing the bar's line before every write so that log lines do not
+// land on it; the bar is redrawn on its next update.
+func (s *sweepBar) clearing(w io.Writer) io.Writer {
+	return writerFunc(func(p []byte) (int, error) {
+		if s.bar != nil {
+			_ = s.bar.Clear()
+		}
+		return w.Write(p)
+	})
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// miniBar draws done/total as a bar of width cells (done rounded down to whole cells).
+func miniBar(done, total, width int) string {
+	full := 0
+	if total > 0 {
+		full = min(width, max(0, done*width/total))
+	}
+	return "▕" + strings.Repeat("█", full) + strings.Repeat("░", width-full) + "▏"
 }
 
 // runHeadopt is the "headopt" subcommand.
@@ -137,10 +225,10 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 	files := headopt.FilesFor(*hf.out, d.Tag())
 	fmt.Fprintf(stdout, "backend: %s\ndevice: %s\ndata: %s\nprofile: %s (%d seeds, %d epochs, batch %d)\nhyper-parameters: %s\ntraces: %s\n",
 		backend.Describe(be), report.Device(), d.Source, p.Name, p.Seeds, p.Epochs, p.BatchSize, hyperSource, files.TracesDir)
-	cfg := headopt.SweepConfig{Profile: p, Hypers: hypers, Dir: files.TracesDir, Command: command,
-		RunProgress: runProgress(stderr, *hf.quiet)}
+	cfg := headopt.SweepConfig{Profile: p, Hypers: hypers, Dir: files.TracesDir, Command: command}
 	if !*hf.quiet {
-		cfg.Log = stdout
+		bar := newSweepBar(stderr)
+		cfg.RunProgress, cfg.Progress, cfg.Log = bar.runProgress, bar.progress, bar.clearing(stdout)
 	}
 	runs, err := headopt.Sweep(be, cfg, d)
 	if err != nil {

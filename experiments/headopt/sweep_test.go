@@ -2,7 +2,9 @@ package headopt
 
 import (
 	"bytes"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -292,5 +294,92 @@ func TestSweepProgress(t *testing.T) {
 	if len(counts) > p.Seeds && (counts[0] != steps || counts[p.Seeds] != p.Seeds*steps+1) {
 		t.Errorf("resumed sweep: progress starts %v, want %d (a read-back run counts whole) and reaches %d "+
 			"at the redone run's first step", counts[:p.Seeds+1], steps, p.Seeds*steps+1)
+	}
+}
+
+// killedSweepDir names the trace directory of the sweep that TestSweepKilledAfterOneRun runs
+// in a child process and kills.
+const killedSweepDir = "FGN_HEADOPT_KILLED_SWEEP_DIR"
+
+// TestSweepKilledAfterOneRun kills a sweep process (SIGKILL: no deferred cleanup) in the middle
+// of its second run, then restarts the sweep: only the first run was kept and is read back,
+// every other run is trained, and all traces equal those of an uninterrupted sweep bit for bit
+// (apart from the clock columns).
+func TestSweepKilledAfterOneRun(t *testing.T) {
+	p, d := smoke(t)
+	be, err := backend.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir := os.Getenv(killedSweepDir); dir != "" { // the child
+		cfg := SweepConfig{Profile: p, Dir: dir, RunProgress: func(k, _ int, _ train.Method, _ uint64) func(done, total int) {
+			return func(done, _ int) {
+				if k == 2 && done == 3 {
+					self, err := os.FindProcess(os.Getpid())
+					if err == nil {
+						err = self.Kill()
+					}
+					t.Fatalf("killing the sweep: %v", err)
+				}
+			}
+		}}
+		_, err := Sweep(be, cfg, d)
+		t.Fatalf("the sweep ended (error %v) instead of being killed", err)
+	}
+
+	dir := t.TempDir()
+	child := exec.Command(os.Args[0], "-test.run=^TestSweepKilledAfterOneRun$", "-test.count=1")
+	child.Env = append(os.Environ(), killedSweepDir+"="+dir)
+	out, err := child.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != -1 { // -1: ended by a signal
+		t.Fatalf("the child sweep was not killed (%v):\n%s", err, out)
+	}
+	left, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0].Name() != filepath.Base(TracePath(dir, p.Methods[0], 1)) {
+		t.Fatalf("the killed sweep left %v, want only its first run's trace", left)
+	}
+
+	var log bytes.Buffer
+	resumed, err := Sweep(be, SweepConfig{Profile: p, Dir: dir, Log: &log}, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := len(p.Methods) * p.Seeds
+	if got := strings.Count(log.String(), " done "); got != runs-1 || !strings.Contains(log.String(), "run 1/") ||
+		!strings.Contains(strings.SplitN(log.String(), "\n", 2)[0], "read back") {
+		t.Errorf("the restarted sweep should read run 1 back and train the %d others:\n%s", runs-1, log.String())
+	}
+	fresh := t.TempDir()
+	whole, err := Sweep(be, SweepConfig{Profile: p, Dir: fresh}, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resumed) != len(whole) {
+		t.Fatalf("%d runs after the restart, %d uninterrupted", len(resumed), len(whole))
+	}
+	for _, r := range whole {
+		a, err := report.Read(TracePath(dir, r.Method, r.Seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := report.Read(TracePath(fresh, r.Method, r.Seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, col := range deterministic {
+			x, _ := a.Floats(col)
+			y, err := b.Floats(col)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.EqualFunc(x, y, func(u, v float64) bool { return u == v || (u != u && v != v) }) {
+				t.Errorf("%s seed %d: %s after the restart differs from the uninterrupted sweep's:\n%v\n%v",
+					r.Method, r.Seed, col, x, y)
+			}
+		}
 	}
 }

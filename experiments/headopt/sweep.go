@@ -91,12 +91,15 @@ func Sweep(be compute.Backend, cfg SweepConfig, d *Data) ([]Run, error) {
 			status := "read back"
 			if !found {
 				rc.Progress = sweepProgress(cfg, k, total, m, seed, stepsBefore, sweepSteps)
+				loadBefore := report.LoadAverage()
 				tr, err := train.Run(be, rc, trainSet, testSet)
 				if err != nil {
 					return nil, fmt.Errorf("headopt: %s seed %d: %w", m, seed, err)
 				}
 				tab := tr.Table()
 				tab.Comment("data", d.Source)
+				// Other jobs on the host inflate the wall times: say how busy it was.
+				tab.Comment("host_load", fmt.Sprintf("1/5/15-min load averages %s before, %s after the run", loadBefore, report.LoadAverage()))
 				addProvenance(tab, be, p.Name, cfg.Command)
 				if err := tab.Write(path); err != nil {
 					return nil, err

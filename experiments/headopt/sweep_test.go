@@ -77,6 +77,9 @@ func TestSweepResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if load, ok := after.Lookup("host_load"); !ok || !strings.Contains(load, "load averages") {
+		t.Errorf("trace lacks the host load (got %q, %v)", load, ok)
+	}
 	for _, col := range deterministic {
 		b, _ := before.Floats(col)
 		a, err := after.Floats(col)

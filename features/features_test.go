@@ -2,8 +2,11 @@ package features
 
 import (
 	"bytes"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -181,5 +184,102 @@ func TestStratifiedSplit(t *testing.T) {
 	}
 	if _, _, err := StratifiedSplit(s, 1, 5); err == nil || !strings.Contains(err.Error(), "fraction must be in (0, 1)") {
 		t.Errorf("fraction 1: error %v", err)
+	}
+}
+
+// TestStratifiedSplitProportions checks, for several class-size distributions and held-out
+// fractions, that every class's held-out count is within one example of fraction·n_c (so its
+// proportion in each part matches the whole to within one example), that a class of ≥ 2
+// examples keeps and holds out at least one, that the parts partition s with each example's
+// features and label kept together and in order, and that the split is a function of the seed.
+func TestStratifiedSplitProportions(t *testing.T) {
+	cars196 := make([]int, 196) // Cars196's training split: 24 to 68 examples per class
+	for c := range cars196 {
+		cars196[c] = 24 + (c*37)%45
+	}
+	for _, tc := range []struct {
+		name      string
+		sizes     []int // examples per class
+		fractions []float64
+	}{
+		{"balanced", []int{10, 10, 10}, []float64{0.1, 0.2, 0.5, 0.9}},
+		{"tiny classes", []int{1, 2, 3, 1, 2, 4}, []float64{0.1, 0.3, 0.5, 0.7, 0.99}},
+		{"skewed", []int{2, 5, 50, 500}, []float64{0.01, 0.1, 0.33, 0.8}},
+		{"Cars196 sizes", cars196, []float64{0.1, 0.2}},
+	} {
+		// Examples of all classes interleaved; feature i·2 and i·2+1 identify example i.
+		s := &Set{D: 2}
+		left := append([]int(nil), tc.sizes...)
+		for more := true; more; {
+			more = false
+			for c := range left {
+				if left[c] > 0 {
+					left[c]--
+					s.X = append(s.X, float32(2*s.N), float32(2*s.N+1))
+					s.Y = append(s.Y, int32(c))
+					s.N++
+					more = true
+				}
+			}
+		}
+		for _, f := range tc.fractions {
+			name := fmt.Sprintf("%s, fraction %g", tc.name, f)
+			kept, held, err := StratifiedSplit(s, f, 7)
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				continue
+			}
+			hc, kc := make([]int, len(tc.sizes)), make([]int, len(tc.sizes))
+			for _, part := range []struct {
+				set   *Set
+				count []int
+			}{{held, hc}, {kept, kc}} {
+				p := part.set
+				if len(p.X) != p.N*p.D || len(p.Y) != p.N || p.D != s.D {
+					t.Fatalf("%s: part of %d examples has %d values, %d labels, d = %d", name, p.N, len(p.X), len(p.Y), p.D)
+				}
+				prev := -1
+				for j := range p.N {
+					i := int(p.X[j*2]) / 2
+					if i <= prev || i >= s.N || p.X[j*2+1] != float32(2*i+1) || p.Y[j] != s.Y[i] {
+						t.Fatalf("%s: example %d of a part is not example %d of s in order (after %d), or its label %d ≠ %d",
+							name, j, i, prev, p.Y[j], s.Y[min(i, s.N-1)])
+					}
+					prev = i
+					part.count[p.Y[j]]++
+				}
+			}
+			for c, n := range tc.sizes {
+				if hc[c]+kc[c] != n {
+					t.Errorf("%s: class %d: %d held + %d kept ≠ %d", name, c, hc[c], kc[c], n)
+				}
+				if d := math.Abs(float64(hc[c]) - f*float64(n)); d >= 1 {
+					t.Errorf("%s: class %d of %d holds out %d, %g from fraction·n = %g (tolerance: < 1 example)",
+						name, c, n, hc[c], d, f*float64(n))
+				}
+				if n >= 2 && (hc[c] == 0 || kc[c] == 0) {
+					t.Errorf("%s: class %d of %d split %d held / %d kept, want ≥ 1 in each", name, c, n, hc[c], kc[c])
+				}
+			}
+			again, _, err := StratifiedSplit(s, f, 7)
+			if err != nil || !slices.Equal(again.X, kept.X) {
+				t.Errorf("%s: the same seed gave another split (%v)", name, err)
+			}
+		}
+	}
+	// A balanced set whose classes are large enough for a choice: another seed, another split.
+	s := &Set{D: 1}
+	for i := range 100 {
+		s.X, s.Y, s.N = append(s.X, float32(i)), append(s.Y, int32(i%2)), s.N+1
+	}
+	a, _, _ := StratifiedSplit(s, 0.5, 1)
+	b, _, _ := StratifiedSplit(s, 0.5, 2)
+	if slices.Equal(a.X, b.X) {
+		t.Errorf("seeds 1 and 2 chose the same held-out examples")
+	}
+	// Only singleton classes: nothing can be held out.
+	single := &Set{X: []float32{0, 1, 2}, Y: []int32{0, 1, 2}, N: 3, D: 1}
+	if _, _, err := StratifiedSplit(single, 0.4, 1); err == nil || !strings.Contains(err.Error(), "leaves one part empty") {
+		t.Errorf("singleton classes: error %v, want one saying a part is empty", err)
 	}
 }

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
 
 	"github.com/fgn-paper/fgn/experiments/headopt"
 	"github.com/fgn-paper/fgn/experiments/report"
@@ -70,7 +73,8 @@ func (f *headoptFlags) load() (headopt.Profile, *headopt.Data, error) {
 	return p, nil, fmt.Errorf("headopt: name the data: --features DIR (a feature cache) or --synthetic (a stand-in, not Cars196)")
 }
 
-// runProgress returns the per-run progress bars, labelled with the run's place in the sweep.
+// runProgress returns the per-run progress bars of the selection's candidate runs, labelled
+// with the run's place in the grid.
 func runProgress(w io.Writer, quiet bool) func(k, n int, m train.Method, seed uint64) func(done, total int) {
 	if quiet {
 		return nil
@@ -78,6 +82,91 @@ func runProgress(w io.Writer, quiet bool) func(k, n int, m train.Method, seed ui
 	return func(k, n int, m train.Method, seed uint64) func(done, total int) {
 		return progress(w, fmt.Sprintf("run %d/%d %s seed %d", k, n, m, seed))
 	}
+}
+
+// sweepBar is the sweep's progress display, one line: the run in flight with its own bar and
+// step count, then the bar over all the sweep's steps (finished runs read back count as done)
+// and the time left, estimated from the rate of the steps trained so far (the methods' steps
+// differ in cost, so it is rough until every method has run). It appears once the sweep has
+// taken delay, and clears itself when the sweep's last step is done.
+type sweepBar struct {
+	w     io.Writer
+	delay time.Duration
+	start time.Time
+	bar   *progressbar.ProgressBar
+	drawn time.Time // the bar's last update
+	// The run in flight: its label and steps; trained counts the steps trained since
+	// trainedSince, when the first trained run began.
+	run               string
+	runDone, runTotal int
+	trained           int
+	trainedSince      time.Time
+}
+
+func newSweepBar(w io.Writer) *sweepBar {
+	return &sweepBar{w: w, delay: 2 * time.Second, start: time.Now()}
+}
+
+// runProgress is headopt.SweepConfig.RunProgress.
+func (s *sweepBar) runProgress(k, n int, m train.Method, seed uint64) func(done, total int) {
+	s.run, s.runDone, s.runTotal = fmt.Sprintf("run %d/%d %s seed %d", k, n, m, seed), 0, 0
+	if s.trainedSince.IsZero() {
+		s.trainedSince = time.Now()
+	}
+	return func(done, total int) {
+		s.runDone, s.runTotal = done, total
+		s.trained++
+	}
+}
+
+// progress is headopt.SweepConfig.Progress.
+func (s *sweepBar) progress(done, total int) {
+	now := time.Now()
+	switch {
+	case s.bar == nil && now.Sub(s.start) < s.delay:
+		return
+	case s.bar == nil:
+		// Throttled here rather than by the bar, whose description and count are set apart.
+		s.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(s.w), progressbar.OptionSetWidth(20),
+			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(false), progressbar.OptionClearOnFinish())
+	case now.Sub(s.drawn) < 250*time.Millisecond && done < total:
+		return
+	}
+	s.drawn = now
+	desc := "sweep"
+	if s.run != "" {
+		desc = fmt.Sprintf("%s %s %d/%d · sweep", s.run, miniBar(s.runDone, s.runTotal, 10), s.runDone, s.runTotal)
+	}
+	if elapsed := now.Sub(s.trainedSince); s.trained > 0 && done < total {
+		left := time.Duration(float64(elapsed) / float64(s.trained) * float64(total-done))
+		desc += fmt.Sprintf(" (≈%s left)", left.Round(time.Second))
+	}
+	s.bar.Describe(desc)
+	_ = s.bar.Set(done)
+}
+
+// clearing returns w, clearing the bar's line before every write so that log lines do not
+// land on it; the bar is redrawn on its next update.
+func (s *sweepBar) clearing(w io.Writer) io.Writer {
+	return writerFunc(func(p []byte) (int, error) {
+		if s.bar != nil {
+			_ = s.bar.Clear()
+		}
+		return w.Write(p)
+	})
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// miniBar draws done/total as a bar of width cells (done rounded down to whole cells).
+func miniBar(done, total, width int) string {
+	full := 0
+	if total > 0 {
+		full = min(width, max(0, done*width/total))
+	}
+	return "▕" + strings.Repeat("█", full) + strings.Repeat("░", width-full) + "▏"
 }
 
 // runHeadopt is the "headopt" subcommand.
@@ -91,15 +180,22 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 	config := fs.String("config", "", "hyper-parameter file written by fgn headopt select (default: the paper's values)")
 	thresholdsFlag := fs.String("thresholds", "", "comma-separated time-to-threshold accuracies in percent (default: 42,43,44 on Cars196, the profile's scaled ones on the stand-in)")
 	gridPoints := fs.Int("grid-points", headopt.DefaultGridPoints, "points of the shared wall-time grid")
+	seeds := fs.Int("seeds", 0, "run seeds 1..N instead of the profile's count (0: the profile's; e.g. 1 to time one seed of the full protocol)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("headopt: unexpected argument %q", fs.Arg(0))
 	}
+	if *seeds < 0 {
+		return fmt.Errorf("headopt: --seeds %d: want ≥ 1 (or 0 for the profile's count)", *seeds)
+	}
 	p, d, err := hf.load()
 	if err != nil {
 		return err
+	}
+	if *seeds > 0 {
+		p.Seeds = *seeds
 	}
 	var thresholds []float64 // nil: headopt.Thresholds
 	if *thresholdsFlag != "" {
@@ -125,9 +221,10 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 	command := strings.TrimSpace("fgn headopt " + strings.Join(args, " "))
 	fmt.Fprintf(stdout, "backend: %s\ndevice: %s\n", backend.Describe(be), report.Device())
 	cfg := headopt.MakeConfig{Profile: p, Hypers: hypers, HyperSource: hyperSource, Thresholds: thresholds,
-		GridPoints: *gridPoints, Out: *hf.out, Command: command, RunProgress: runProgress(stderr, *hf.quiet)}
+		GridPoints: *gridPoints, Out: *hf.out, Command: command}
 	if !*hf.quiet {
-		cfg.Log = stdout
+		bar := newSweepBar(stderr)
+		cfg.RunProgress, cfg.Progress, cfg.Log = bar.runProgress, bar.progress, bar.clearing(stdout)
 	}
 	paths, err := headopt.Make(be, cfg, d)
 	for _, path := range paths {

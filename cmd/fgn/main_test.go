@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,6 +94,64 @@ func TestHeadoptErrorsWriteNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Bad caches, each a copy of a good one (20 train and test examples, d = 3) with one defect.
+	good := filepath.Join(dir, "good")
+	for split, draw := range map[string]uint64{"train": 0, "test": 1} {
+		s, err := train.GaussianMixture(1, draw, 20, 3, 3, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, y := features.CachePaths(good, split)
+		if err := s.Save(x, y); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := func(name string, defect func(trainX, trainY string)) string {
+		t.Helper()
+		c := filepath.Join(dir, name)
+		for _, split := range []string{"train", "test"} {
+			gx, gy := features.CachePaths(good, split)
+			x, y := features.CachePaths(c, split)
+			if err := os.MkdirAll(c, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range [][2]string{{gx, x}, {gy, y}} {
+				if err := os.WriteFile(f[1], mustRead(t, f[0]), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		defect(features.CachePaths(c, "train"))
+		return c
+	}
+	nan := bad("nan", func(x, _ string) { // the last feature becomes a NaN (float32 0x7fc00000)
+		raw := mustRead(t, x)
+		copy(raw[len(raw)-4:], []byte{0, 0, 0xc0, 0x7f})
+		if err := os.WriteFile(x, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	label196 := bad("label196", func(x, y string) {
+		s, err := features.Load(x, y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Y[7] = 196
+		if err := s.Save(x, y); err != nil {
+			t.Fatal(err)
+		}
+	})
+	fewLabels := bad("fewlabels", func(x, y string) {
+		s := &features.Set{X: make([]float32, 5*3), Y: make([]int32, 5), N: 5, D: 3}
+		if err := s.Save(filepath.Join(dir, "scratch_x.npy"), y); err != nil {
+			t.Fatal(err)
+		}
+	})
+	labels2D := bad("labels2d", func(x, y string) {
+		if err := os.WriteFile(y, mustRead(t, x), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
 	out := filepath.Join(dir, "out")
 	for _, tc := range []struct {
 		args []string
@@ -101,6 +160,12 @@ func TestHeadoptErrorsWriteNothing(t *testing.T) {
 		{[]string{"headopt"}, "name the data"},
 		{[]string{"headopt", "--features", filepath.Join(dir, "missing")}, "no such file or directory"},
 		{[]string{"headopt", "--features", cache}, "training features have dimension 3, test features 4"},
+		{[]string{"headopt", "--features", nan}, "feature 2 of example 19 is NaN"},
+		{[]string{"headopt", "--features", label196}, "label 196 of example 7 is outside [0, 196)"},
+		{[]string{"headopt", "--features", fewLabels}, "has 5 labels but"},
+		{[]string{"headopt", "--features", labels2D}, "labels must be 1-D"},
+		{[]string{"headopt", "select", "--features", label196}, "label 196 of example 7"},
+		{[]string{"headopt", "--synthetic", "--profile", "smoke", "--seeds", "-1"}, "--seeds -1: want ≥ 1"},
 		{[]string{"headopt", "--synthetic", "--features", cache}, "exclude each other"},
 		{[]string{"headopt", "--synthetic", "--profile", "huge"}, `unknown profile "huge"`},
 		{[]string{"headopt", "--synthetic", "--profile", "smoke", "--config", filepath.Join(dir, "none.json")}, "no such file"},
@@ -139,6 +204,33 @@ func TestHeadoptSelectThenRun(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(out, "figure2_synthetic_standin."+ext)); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestHeadoptSeeds checks that --seeds N runs seeds 1..N of every method instead of the
+// profile's count.
+func TestHeadoptSeeds(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if err := run([]string{"headopt", "--synthetic", "--profile", "smoke", "--seeds", "1", "--out", out, "--quiet"}, &stdout, &stderr); err != nil {
+		t.Fatalf("headopt --seeds 1: %v\n%s", err, stderr.String())
+	}
+	traces, err := filepath.Glob(filepath.Join(out, "traces_synthetic_standin", "*.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tr := range traces {
+		traces[i] = filepath.Base(tr)
+	}
+	if want := []string{"adam_seed1.csv", "fgn_seed1.csv", "sgn_seed1.csv"}; !slices.Equal(traces, want) {
+		t.Errorf("--seeds 1 wrote traces %v, want %v", traces, want)
+	}
+	tab, err := report.Read(filepath.Join(out, "table1_synthetic_standin.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seeds, err := tab.Floats("seeds"); err != nil || !slices.Equal(seeds, []float64{1, 1, 1}) {
+		t.Errorf("table seeds column %v (%v), want 1 per method", seeds, err)
 	}
 }
 

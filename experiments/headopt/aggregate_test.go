@@ -167,3 +167,14 @@ func TestAggregateErrors(t *testing.T) {
 		t.Errorf("Markdown of a table without horizon: no error")
 	}
 }
+
+func TestCaptionSeeds(t *testing.T) {
+	for _, tc := range []struct {
+		seeds int
+		want  string
+	}{{1, "over 1 seed (± 1 std)"}, {3, "over 3 seeds (± 1 std)"}} {
+		if got := caption("x", 2, tc.seeds); !strings.Contains(got, tc.want) {
+			t.Errorf("caption with %d seeds lacks %q: %s", tc.seeds, tc.want, got)
+		}
+	}
+}

@@ -31,9 +31,10 @@ type MakeConfig struct {
 	// Out is the output directory (FilesFor(Out, d.Tag())); TracesDir, when set, replaces
 	// FilesFor's directory of the per-run traces.
 	Out, TracesDir string
-	// Command is recorded in the provenance; RunProgress and Log are SweepConfig's.
+	// Command is recorded in the provenance; RunProgress, Progress and Log are SweepConfig's.
 	Command     string
 	RunProgress func(k, n int, m train.Method, seed uint64) func(done, total int)
+	Progress    func(done, total int)
 	Log         io.Writer
 }
 
@@ -73,7 +74,7 @@ func Make(be compute.Backend, cfg MakeConfig, d *Data) ([]string, error) {
 			d.Source, p.Name, p.Seeds, p.Epochs, p.BatchSize, hyperSource, files.TracesDir)
 	}
 	runs, err := Sweep(be, SweepConfig{Profile: p, Hypers: cfg.Hypers, Dir: files.TracesDir, Command: cfg.Command,
-		RunProgress: cfg.RunProgress, Log: cfg.Log}, d)
+		RunProgress: cfg.RunProgress, Progress: cfg.Progress, Log: cfg.Log}, d)
 	if err != nil {
 		return nil, err
 	}

@@ -124,9 +124,13 @@ func parseSummary(t *report.Table) (rows []summaryRow, horizon float64, threshol
 
 // caption returns the table caption (plain text with Markdown/LaTeX-neutral wording).
 func caption(title string, horizon float64, seeds int) string {
+	over := fmt.Sprintf("%d seeds", seeds)
+	if seeds == 1 {
+		over = "1 seed"
+	}
 	return fmt.Sprintf("Frozen-feature linear-head summary on %s. Accuracy is reported in percent and CE denotes test "+
-		"cross-entropy. Metrics are computed from the mean curves over %d seeds (± 1 std) at the shared comparison "+
-		"horizon of %.3g s. Time-to-threshold values are in seconds of synchronised optimisation time.", title, seeds, horizon)
+		"cross-entropy. Metrics are computed from the mean curves over %s (± 1 std) at the shared comparison "+
+		"horizon of %.3g s. Time-to-threshold values are in seconds of synchronised optimisation time.", title, over, horizon)
 }
 
 func fmtTime(v float64, dash string) string {

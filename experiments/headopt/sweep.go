@@ -24,8 +24,14 @@ type SweepConfig struct {
 	Dir string
 	// Command is recorded in the provenance comments.
 	Command string
-	// RunProgress, when set, returns the step-progress callback of run k of n (1-based).
+	// RunProgress, when set, returns the step-progress callback of run k of n (1-based); it is
+	// called for the runs that are trained, not for those read back.
 	RunProgress func(k, n int, m train.Method, seed uint64) func(done, total int)
+	// Progress, when set, follows the whole sweep: it is called with the steps done over all
+	// (method, seed) runs and their total (methods × seeds × steps per run), after every step of
+	// a run that is trained and once for every finished run read back, which counts whole. The
+	// count never decreases and its last value is the total.
+	Progress func(done, total int)
 	// Log, when set, gets one line per run (done, or read back) with the sweep's progress.
 	Log io.Writer
 }
@@ -64,6 +70,8 @@ func Sweep(be compute.Backend, cfg SweepConfig, d *Data) ([]Run, error) {
 	testSet := tests[0]
 	steps := p.Epochs * ((trainSet.N + p.BatchSize - 1) / p.BatchSize)
 	total := len(p.Methods) * p.Seeds
+	sweepSteps := total * steps
+	stepsBefore := 0 // steps of the runs before the current one
 	start := time.Now()
 	var runs []Run
 	k := 0
@@ -82,21 +90,26 @@ func Sweep(be compute.Backend, cfg SweepConfig, d *Data) ([]Run, error) {
 			}
 			status := "read back"
 			if !found {
-				if cfg.RunProgress != nil {
-					rc.Progress = cfg.RunProgress(k, total, m, seed)
-				}
+				rc.Progress = sweepProgress(cfg, k, total, m, seed, stepsBefore, sweepSteps)
+				loadBefore := report.LoadAverage()
 				tr, err := train.Run(be, rc, trainSet, testSet)
 				if err != nil {
 					return nil, fmt.Errorf("headopt: %s seed %d: %w", m, seed, err)
 				}
 				tab := tr.Table()
 				tab.Comment("data", d.Source)
+				// Other jobs on the host inflate the wall times: say how busy it was.
+				tab.Comment("host_load", fmt.Sprintf("1/5/15-min load averages %s before, %s after the run", loadBefore, report.LoadAverage()))
 				addProvenance(tab, be, p.Name, cfg.Command)
 				if err := tab.Write(path); err != nil {
 					return nil, err
 				}
 				run = Run{Method: m, Seed: seed, Points: tr.Points}
 				status = "done"
+			}
+			stepsBefore += steps
+			if found && cfg.Progress != nil {
+				cfg.Progress(stepsBefore, sweepSteps)
 			}
 			runs = append(runs, run)
 			if cfg.Log != nil {
@@ -107,6 +120,25 @@ func Sweep(be compute.Backend, cfg SweepConfig, d *Data) ([]Run, error) {
 		}
 	}
 	return runs, nil
+}
+
+// sweepProgress returns the step callback of run k of n: the run's own (cfg.RunProgress) and
+// the sweep's (cfg.Progress, offset by the stepsBefore steps of the earlier runs), or nil when
+// neither is set.
+func sweepProgress(cfg SweepConfig, k, n int, m train.Method, seed uint64, stepsBefore, sweepSteps int) func(done, total int) {
+	var run func(done, total int)
+	if cfg.RunProgress != nil {
+		run = cfg.RunProgress(k, n, m, seed)
+	}
+	if cfg.Progress == nil {
+		return run
+	}
+	return func(done, total int) {
+		if run != nil {
+			run(done, total)
+		}
+		cfg.Progress(stepsBefore+done, sweepSteps)
+	}
 }
 
 // readFinished reads the finished run at path, if any, checking it against the expected

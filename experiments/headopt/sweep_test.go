@@ -2,7 +2,9 @@ package headopt
 
 import (
 	"bytes"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -74,6 +76,9 @@ func TestSweepResumes(t *testing.T) {
 	after, err := report.Read(victim)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if load, ok := after.Lookup("host_load"); !ok || !strings.Contains(load, "load averages") {
+		t.Errorf("trace lacks the host load (got %q, %v)", load, ok)
 	}
 	for _, col := range deterministic {
 		b, _ := before.Floats(col)
@@ -216,6 +221,168 @@ func TestLoadCacheErrors(t *testing.T) {
 	} {
 		if _, err := LoadCache(tc.dir, Cars196Classes); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("LoadCache(%s): error %v, want one containing %q", tc.dir, err, tc.want)
+		}
+	}
+}
+
+// TestSweepProgress checks the sweep-wide progress count: it rises with every step to the total
+// over all (method, seed) runs, and a resumed sweep counts the runs it reads back as done.
+func TestSweepProgress(t *testing.T) {
+	be, err := backend.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, d := smoke(t)
+	steps := p.Epochs * ((p.SynthTrain + p.BatchSize - 1) / p.BatchSize)
+	runs := len(p.Methods) * p.Seeds
+	dir := t.TempDir()
+	sweep := func() (counts []int, trained []int) {
+		t.Helper()
+		cfg := SweepConfig{Profile: p, Dir: dir,
+			RunProgress: func(k, n int, m train.Method, seed uint64) func(done, total int) {
+				if n != runs {
+					t.Errorf("RunProgress(%d, %d, %s, %d): n = %d, want %d", k, n, m, seed, n, runs)
+				}
+				trained = append(trained, k)
+				last := 0
+				return func(done, total int) {
+					if done != last+1 || total != steps {
+						t.Errorf("run %d: step callback (%d, %d) after %d, want (%d, %d)", k, done, total, last, last+1, steps)
+					}
+					last = done
+				}
+			},
+			Progress: func(done, total int) {
+				if total != runs*steps {
+					t.Errorf("sweep progress total %d, want %d runs × %d steps", total, runs, steps)
+				}
+				counts = append(counts, done)
+			}}
+		if _, err := Sweep(be, cfg, d); err != nil {
+			t.Fatal(err)
+		}
+		return counts, trained
+	}
+	check := func(name string, counts []int, wantCalls int) {
+		t.Helper()
+		if len(counts) != wantCalls {
+			t.Errorf("%s: %d progress calls, want %d", name, len(counts), wantCalls)
+		}
+		for i := 1; i < len(counts); i++ {
+			if counts[i] <= counts[i-1] {
+				t.Errorf("%s: progress went from %d to %d (call %d)", name, counts[i-1], counts[i], i)
+			}
+		}
+		if len(counts) == 0 || counts[len(counts)-1] != runs*steps {
+			t.Errorf("%s: progress ends at %v, want the total %d", name, counts[max(0, len(counts)-1):], runs*steps)
+		}
+	}
+
+	counts, trained := sweep()
+	check("fresh sweep", counts, runs*steps) // one call per step
+	if len(trained) != runs {
+		t.Errorf("fresh sweep: RunProgress for runs %v, want all %d", trained, runs)
+	}
+
+	// Interrupted in SGN seed 1 (run p.Seeds+1): the runs before it are read back and counted
+	// whole, then every step of the redone run follows, then the read-back runs after it.
+	if err := os.Remove(TracePath(dir, train.SGN, 1)); err != nil {
+		t.Fatal(err)
+	}
+	counts, trained = sweep()
+	check("resumed sweep", counts, runs-1+steps)
+	if k := p.Seeds + 1; !slices.Equal(trained, []int{k}) {
+		t.Errorf("resumed sweep: RunProgress for runs %v, want only run %d", trained, k)
+	}
+	if len(counts) > p.Seeds && (counts[0] != steps || counts[p.Seeds] != p.Seeds*steps+1) {
+		t.Errorf("resumed sweep: progress starts %v, want %d (a read-back run counts whole) and reaches %d "+
+			"at the redone run's first step", counts[:p.Seeds+1], steps, p.Seeds*steps+1)
+	}
+}
+
+// killedSweepDir names the trace directory of the sweep that TestSweepKilledAfterOneRun runs
+// in a child process and kills.
+const killedSweepDir = "FGN_HEADOPT_KILLED_SWEEP_DIR"
+
+// TestSweepKilledAfterOneRun kills a sweep process (SIGKILL: no deferred cleanup) in the middle
+// of its second run, then restarts the sweep: only the first run was kept and is read back,
+// every other run is trained, and all traces equal those of an uninterrupted sweep bit for bit
+// (apart from the clock columns).
+func TestSweepKilledAfterOneRun(t *testing.T) {
+	p, d := smoke(t)
+	be, err := backend.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir := os.Getenv(killedSweepDir); dir != "" { // the child
+		cfg := SweepConfig{Profile: p, Dir: dir, RunProgress: func(k, _ int, _ train.Method, _ uint64) func(done, total int) {
+			return func(done, _ int) {
+				if k == 2 && done == 3 {
+					self, err := os.FindProcess(os.Getpid())
+					if err == nil {
+						err = self.Kill()
+					}
+					t.Fatalf("killing the sweep: %v", err)
+				}
+			}
+		}}
+		_, err := Sweep(be, cfg, d)
+		t.Fatalf("the sweep ended (error %v) instead of being killed", err)
+	}
+
+	dir := t.TempDir()
+	child := exec.Command(os.Args[0], "-test.run=^TestSweepKilledAfterOneRun$", "-test.count=1")
+	child.Env = append(os.Environ(), killedSweepDir+"="+dir)
+	out, err := child.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != -1 { // -1: ended by a signal
+		t.Fatalf("the child sweep was not killed (%v):\n%s", err, out)
+	}
+	left, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0].Name() != filepath.Base(TracePath(dir, p.Methods[0], 1)) {
+		t.Fatalf("the killed sweep left %v, want only its first run's trace", left)
+	}
+
+	var log bytes.Buffer
+	resumed, err := Sweep(be, SweepConfig{Profile: p, Dir: dir, Log: &log}, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := len(p.Methods) * p.Seeds
+	if got := strings.Count(log.String(), " done "); got != runs-1 || !strings.Contains(log.String(), "run 1/") ||
+		!strings.Contains(strings.SplitN(log.String(), "\n", 2)[0], "read back") {
+		t.Errorf("the restarted sweep should read run 1 back and train the %d others:\n%s", runs-1, log.String())
+	}
+	fresh := t.TempDir()
+	whole, err := Sweep(be, SweepConfig{Profile: p, Dir: fresh}, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resumed) != len(whole) {
+		t.Fatalf("%d runs after the restart, %d uninterrupted", len(resumed), len(whole))
+	}
+	for _, r := range whole {
+		a, err := report.Read(TracePath(dir, r.Method, r.Seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := report.Read(TracePath(fresh, r.Method, r.Seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, col := range deterministic {
+			x, _ := a.Floats(col)
+			y, err := b.Floats(col)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.EqualFunc(x, y, func(u, v float64) bool { return u == v || (u != u && v != v) }) {
+				t.Errorf("%s seed %d: %s after the restart differs from the uninterrupted sweep's:\n%v\n%v",
+					r.Method, r.Seed, col, x, y)
+			}
 		}
 	}
 }

@@ -19,7 +19,7 @@ figure mechanism"), then Figure 2 and Table 1 (as "fgn headopt") on the Cars196 
 whose outputs exist and whose stamp (<out>/.reproduce/<target>.json) records the same profile,
 settings, inputs, code and backend is skipped; --force rebuilds everything.
 
-Profiles: smoke (CI; minutes on 2 CPU cores), quick (default; tens of minutes on 2 CPU cores),
+Profiles: smoke (CI; ≈20 s on 2 CPU cores), quick (default; ≈3 min on 2 quiet CPU cores),
 full (the paper's protocols; meant for a GPU).
 
 flags:

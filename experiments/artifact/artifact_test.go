@@ -3,7 +3,9 @@ package artifact
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/fgn-paper/fgn/experiments/report"
+	"github.com/fgn-paper/fgn/features"
+	"github.com/fgn-paper/fgn/fgn/backend"
 )
 
 var toySubcommands = []string{"toy"}
@@ -28,6 +32,15 @@ func fakeExec(t *testing.T, calls *int) ExecFunc {
 			tab.Add("b", 1, 2.5, 2.5, 0.75)
 			tab.Add("c", 4, 2.0, 2.0, math.NaN())
 			if err := tab.Write(filepath.Join(out, "toy.csv")); err != nil {
+				t.Fatal(err)
+			}
+			steps := report.NewTable("x", "method", "ms")
+			for i, ms := range []float64{10, 10.5, 9.5, 11, 10.2, 30, 9.8, 10.1} {
+				steps.Add(1, "fast", ms)
+				steps.Add(1, "slow", 2*ms)
+				steps.Add(1, "same", 2*ms*(1+0.05*float64(i%3-1)))
+			}
+			if err := steps.Write(filepath.Join(out, "steps.csv")); err != nil {
 				t.Fatal(err)
 			}
 			return nil, nil
@@ -54,7 +67,8 @@ func TestVerify(t *testing.T) {
 	}
 	want := map[string]string{"value-pass": Pass, "ordering-fail": Fail, "difference-pass": Pass,
 		"needs-data": NotRun, "test-pass": Pass, "not-reached-pass": Pass, "not-reached-fail": Fail,
-		"full-only": NotRun}
+		"full-only": NotRun, "repeated-order-pass": Pass, "repeated-order-inconclusive": Inconclusive,
+		"repeated-order-fail": Fail, "needs-canonical-cache": NotRun}
 	if len(results) != len(want) {
 		t.Fatalf("got %d results, want %d", len(results), len(want))
 	}
@@ -81,8 +95,21 @@ func TestVerify(t *testing.T) {
 	if m := results[6].Measured; m != "reached at 0.75" {
 		t.Errorf("not-reached failure measured %q, want \"reached at 0.75\"", m)
 	}
-	if s := Summarize(results); s != (Summary{Pass: 4, Fail: 2, NotRun: 2}) {
+	if m := results[8].Measured; !strings.HasPrefix(m, "fast/slow median ratio 0.5") || !strings.Contains(m, "(n 8/8, holds)") {
+		t.Errorf("repeated ordering measured %q", m)
+	}
+	if d := results[9].Detail; !strings.Contains(d, "not a failure") {
+		t.Errorf("inconclusive detail %q", d)
+	}
+	if d := results[11].Detail; !strings.Contains(d, "testdata/cache is not the canonical cache: its test split has 20 examples (want 8041)") {
+		t.Errorf("canonical-cache claim detail %q", d)
+	}
+	s := Summarize(results)
+	if s != (Summary{Pass: 5, Fail: 3, Inconclusive: 1, NotRun: 3}) {
 		t.Errorf("summary %v", s)
+	}
+	if !strings.Contains(s.String(), "1 inconclusive (timing claims the measurements cannot resolve; not failures)") {
+		t.Errorf("summary %q does not explain inconclusive", s)
 	}
 
 	base := filepath.Join(out, "verify_quick")
@@ -101,7 +128,7 @@ func TestVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(data, &rep); err != nil || len(rep.Results) != 8 || rep.Results[3].Status != NotRun {
+	if err := json.Unmarshal(data, &rep); err != nil || len(rep.Results) != 12 || rep.Results[3].Status != NotRun {
 		t.Errorf("JSON report %s (err %v)", data, err)
 	}
 }
@@ -179,12 +206,86 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
-func TestVerifyUnknownProfile(t *testing.T) {
+// TestConfigErrors checks that a bad configuration is one *ConfigError before any claim runs.
+func TestConfigErrors(t *testing.T) {
 	a, err := Load("testdata/artifact.yaml", toySubcommands)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Verify(context.Background(), a, Options{Profile: "huge"}); err == nil || !strings.Contains(err.Error(), `"huge"`) {
-		t.Errorf("Verify with an unknown profile: error %v", err)
+	for _, tc := range []struct {
+		name, profile, backend, fgn string
+		want                        string
+	}{
+		{"unknown profile", "huge", "", "", `unknown profile "huge"`},
+		{"unusable backend", "quick", "bogus", "", `the claims' backend cannot be created: unknown backend "bogus"`},
+		{"missing program", "quick", "", "/nonexistent/fgn", "claim value-pass runs /nonexistent/fgn"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(backend.EnvVar, tc.backend)
+			calls := 0
+			opt := Options{Profile: tc.profile, Out: t.TempDir(), Dir: ".", Subcommands: toySubcommands, FGN: tc.fgn}
+			if tc.fgn == "" {
+				opt.Exec = fakeExec(t, &calls)
+			}
+			results, err := Verify(context.Background(), a, opt)
+			var ce *ConfigError
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want a *ConfigError containing %q", err, tc.want)
+			}
+			if len(results) > 0 || calls > 0 {
+				t.Errorf("%d results and %d commands despite the configuration error", len(results), calls)
+			}
+		})
+	}
+	for _, path := range []string{"testdata/absent.yaml", "artifact_test.go"} {
+		var ce *ConfigError
+		if _, err := Load(path, toySubcommands); !errors.As(err, &ce) {
+			t.Errorf("Load(%s): error %v, want a *ConfigError", path, err)
+		}
+	}
+}
+
+// TestIdentity checks the gate of data sets with an identity: only a manifest recording the
+// canonical splits, class count and weights admits the claims.
+func TestIdentity(t *testing.T) {
+	id := &Identity{Splits: map[string]int{"train": 8144, "test": 8041}, Classes: 196, Weights: "ResNet50 V2"}
+	canonical := features.Manifest{Weights: features.ManifestWeights{Name: "ResNet50 V2"},
+		Splits: map[string]features.Split{"train": {Examples: 8144, Features: 2048, Classes: 196}, "test": {Examples: 8041, Features: 2048, Classes: 196}}}
+	for _, tc := range []struct {
+		name   string
+		edit   func(m *features.Manifest)
+		noFile bool
+		want   string
+	}{
+		{"canonical", func(*features.Manifest) {}, false, ""},
+		{"toy cache", func(m *features.Manifest) {
+			m.Splits = map[string]features.Split{"train": {Examples: 40, Classes: 5}, "test": {Examples: 20, Classes: 5}}
+		}, false, "test split has 20 examples (want 8041)"},
+		{"other class count", func(m *features.Manifest) {
+			m.Splits["train"] = features.Split{Examples: 8144, Classes: 5}
+		}, false, "train split has 5 classes (want 196)"},
+		{"missing split", func(m *features.Manifest) { delete(m.Splits, "test") }, false, "no test split"},
+		{"other weights", func(m *features.Manifest) { m.Weights.Name = "ResNet50 V2 (as declared)" }, false, `weights "ResNet50 V2 (as declared)"`},
+		{"no manifest", nil, true, "no readable manifest"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if !tc.noFile {
+				m := canonical
+				m.Splits = maps.Clone(canonical.Splits)
+				tc.edit(&m)
+				data, err := json.Marshal(m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, features.ManifestName), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := id.check(dir)
+			if (tc.want == "" && err != nil) || (tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want))) {
+				t.Errorf("check: error %v, want one containing %q", err, tc.want)
+			}
+		})
 	}
 }

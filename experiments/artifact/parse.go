@@ -12,15 +12,15 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Load reads and validates the manifest at path; see [Parse].
+// Load reads and validates the manifest at path; see [Parse]. Its errors are *[ConfigError]s.
 func Load(path string, subcommands []string) (*Artifact, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, &ConfigError{err}
 	}
 	a, err := Parse(data, subcommands)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, &ConfigError{fmt.Errorf("%s: %w", path, err)}
 	}
 	return a, nil
 }
@@ -165,9 +165,16 @@ func (c *Claim) validate(n *yaml.Node, subcommands []string, datasets map[string
 			return fail("requires", "requires unknown data set %q (not in the data section)", r)
 		}
 	}
+	order, _ := parseOrdering(c.Expected)
+	repeatedOrder := c.Measure.Repeated && order != nil
 	switch {
 	case c.Expected == NotReached && c.Tolerance != nil:
 		return fail("tolerance", "a %q claim takes no tolerance", NotReached)
+	case c.Expected == NotReached && c.Measure.Repeated:
+		return fail("measure", "a %q claim is not a repeated measurement", NotReached)
+	case repeatedOrder && c.Tolerance != nil:
+		return fail("tolerance", "an ordering of repeated measurements takes no tolerance (its bootstrap interval is the margin)")
+	case repeatedOrder:
 	case c.Expected != NotReached && (c.Tolerance == nil || (c.Tolerance.Absolute == nil && c.Tolerance.Relative == nil)):
 		return fail("tolerance", "missing tolerance (absolute and/or relative)")
 	case c.Tolerance == nil:

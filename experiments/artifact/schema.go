@@ -8,6 +8,14 @@
 // line of artifact.yaml. [Verify] runs the claims and returns one [Result] per claim.
 package artifact
 
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/fgn-paper/fgn/features"
+)
+
 // Artifact is the whole manifest.
 type Artifact struct {
 	Paper       Paper              `yaml:"paper"`
@@ -50,16 +58,52 @@ type Profile struct {
 }
 
 // Dataset is an input that some claims need. It is present when every file of Files exists
-// under Path (relative to the directory of artifact.yaml).
+// under Path (relative to the directory of artifact.yaml) and, when Identity is set, the
+// feature-cache manifest there (features.Manifest) identifies it.
 type Dataset struct {
-	Name   string   `yaml:"name"`
-	Source string   `yaml:"source"`
-	Make   string   `yaml:"make"`
-	Path   string   `yaml:"path"`
-	Files  []string `yaml:"files"`
-	Size   string   `yaml:"size"`
-	SHA256 string   `yaml:"sha256"`
-	Note   string   `yaml:"note"`
+	Name     string    `yaml:"name"`
+	Source   string    `yaml:"source"`
+	Make     string    `yaml:"make"`
+	Path     string    `yaml:"path"`
+	Files    []string  `yaml:"files"`
+	Identity *Identity `yaml:"identity"`
+	Size     string    `yaml:"size"`
+	SHA256   string    `yaml:"sha256"`
+	Note     string    `yaml:"note"`
+}
+
+// Identity is what a feature cache's manifest must record for the cache to be the data set the
+// claims were made on: the examples of every split, the class count and the encoder weights'
+// name (features.ManifestWeights.Name, which data/fetch qualifies when the weight file is not
+// identified by its name).
+type Identity struct {
+	Splits  map[string]int `yaml:"splits"`
+	Classes int            `yaml:"classes"`
+	Weights string         `yaml:"weights"`
+}
+
+// check reads the manifest of the feature cache in dir and returns an error naming the first
+// field that differs from id.
+func (id *Identity) check(dir string) error {
+	m, err := features.ReadManifest(dir)
+	if err != nil {
+		return err
+	}
+	for _, split := range slices.Sorted(maps.Keys(id.Splits)) {
+		got, ok := m.Splits[split]
+		switch {
+		case !ok:
+			return fmt.Errorf("%s is not the canonical cache: its manifest has no %s split", dir, split)
+		case got.Examples != id.Splits[split]:
+			return fmt.Errorf("%s is not the canonical cache: its %s split has %d examples (want %d)", dir, split, got.Examples, id.Splits[split])
+		case got.Classes != id.Classes:
+			return fmt.Errorf("%s is not the canonical cache: its %s split has %d classes (want %d)", dir, split, got.Classes, id.Classes)
+		}
+	}
+	if m.Weights.Name != id.Weights {
+		return fmt.Errorf("%s is not the canonical cache: its features come from weights %q (want %q)", dir, m.Weights.Name, id.Weights)
+	}
+	return nil
 }
 
 // Claim is one checked statement of the paper.
@@ -104,15 +148,21 @@ const NotReached = "not reached"
 //   - Where keeps the rows whose cell in the named column equals the given value; the values
 //     "max" and "min" keep the rows holding that column's largest or smallest number.
 //   - Group names the column whose values the ordering in Expected refers to (orderings only);
-//     each group must have exactly one selected row.
+//     each group must have exactly one selected row, unless Repeated.
+//   - Repeated marks a timing claim: the selected rows (of each group) are repeated measurements
+//     of one quantity, and the claim is decided by the bootstrap rule of timing.go as pass,
+//     fail or Inconclusive. A repeated ordering takes no tolerance (the interval is its
+//     margin); a repeated number needs one (the band its median must lie in).
 type Measure struct {
-	Column string            `yaml:"column"`
-	Minus  string            `yaml:"minus"`
-	Where  map[string]string `yaml:"where"`
-	Group  string            `yaml:"group"`
+	Column   string            `yaml:"column"`
+	Minus    string            `yaml:"minus"`
+	Where    map[string]string `yaml:"where"`
+	Group    string            `yaml:"group"`
+	Repeated bool              `yaml:"repeated"`
 }
 
-// Tolerance is an absolute and/or relative tolerance (nil only for NotReached claims). A value v matches the expected e when
+// Tolerance is an absolute and/or relative tolerance (nil only for NotReached claims and
+// repeated orderings). A value v matches the expected e when
 // |v − e| ≤ Absolute + Relative·|e|. In an ordering "a < b", the same slack applies to b:
 // the ordering holds when v_a < v_b + Absolute + Relative·|v_b|.
 type Tolerance struct {

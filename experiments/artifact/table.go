@@ -11,7 +11,7 @@ import (
 
 // Summary counts the results by status.
 type Summary struct {
-	Pass, Fail, NotRun int
+	Pass, Fail, Inconclusive, NotRun int
 }
 
 // Summarize counts results by status.
@@ -23,6 +23,8 @@ func Summarize(results []Result) Summary {
 			s.Pass++
 		case Fail:
 			s.Fail++
+		case Inconclusive:
+			s.Inconclusive++
 		default:
 			s.NotRun++
 		}
@@ -32,7 +34,11 @@ func Summarize(results []Result) Summary {
 
 // String renders the counts.
 func (s Summary) String() string {
-	return fmt.Sprintf("%d passed, %d failed, %d not run", s.Pass, s.Fail, s.NotRun)
+	inc := ""
+	if s.Inconclusive > 0 {
+		inc = fmt.Sprintf(", %d inconclusive (timing claims the measurements cannot resolve; not failures)", s.Inconclusive)
+	}
+	return fmt.Sprintf("%d passed, %d failed%s, %d not run", s.Pass, s.Fail, inc, s.NotRun)
 }
 
 // Report is what [WriteJSON] writes.

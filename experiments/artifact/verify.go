@@ -18,14 +18,27 @@ import (
 	"time"
 
 	"github.com/fgn-paper/fgn/experiments/report"
+	"github.com/fgn-paper/fgn/fgn/backend"
 )
 
-// Status of a verified claim.
+// Status of a verified claim. Inconclusive is the verdict of a timing claim whose measurements
+// cannot resolve it (see Measure.Repeated); it is not a failure.
 const (
-	Pass   = "pass"
-	Fail   = "fail"
-	NotRun = "not run"
+	Pass         = "pass"
+	Fail         = "fail"
+	Inconclusive = "inconclusive"
+	NotRun       = "not run"
 )
+
+// ConfigError is an error of the configuration, found before any claim runs: the manifest
+// cannot be read or is invalid, the profile is unknown, the backend cannot be created, or a
+// program a claim runs is missing. Commands report it as a usage error (exit status 2), not as
+// failed claims.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 // Result is the outcome of one claim.
 type Result struct {
@@ -54,27 +67,21 @@ type Options struct {
 	// Subcommands are the known fgn subcommands; FGN is the fgn executable that runs them.
 	Subcommands []string
 	FGN         string
-	// Exec runs the commands (default: os/exec); Log receives their output and the progress.
+	// Exec runs the commands (default: os/exec, after checking that the programs the claims of
+	// the profile run exist); Log receives their output and the progress.
 	Exec ExecFunc
 	Log  io.Writer
 }
 
 // Verify runs every claim of a in order and returns their results. Claims needing a data set
-// that is absent are not run. A command shared by several claims runs once. The error is
-// non-nil only for bad options; failing claims are reported in the results.
+// that is absent (or that is not the data set its identity names) are not run. A command shared
+// by several claims runs once. Before any claim runs it checks the configuration: the profile,
+// the backend GOMLX_BACKEND selects (the commands inherit it) and, with the default Exec, the
+// programs the claims run; a problem there is returned as a *[ConfigError] and no claim runs.
+// Otherwise the error is nil and failing claims are reported in the results.
 func Verify(ctx context.Context, a *Artifact, opt Options) ([]Result, error) {
-	if _, ok := a.Profiles[opt.Profile]; !ok {
-		var names []string
-		for name := range a.Profiles {
-			names = append(names, name)
-		}
-		return nil, fmt.Errorf("artifact: unknown profile %q (the manifest has: %s)", opt.Profile, strings.Join(names, ", "))
-	}
-	if opt.Exec == nil {
-		opt.Exec = runExec
-	}
-	if opt.Log == nil {
-		opt.Log = io.Discard
+	if err := preflight(a, &opt); err != nil {
+		return nil, &ConfigError{err}
 	}
 	type run struct {
 		out     []byte
@@ -85,11 +92,16 @@ func Verify(ctx context.Context, a *Artifact, opt Options) ([]Result, error) {
 	var results []Result
 	for i, c := range a.Claims {
 		res := Result{ID: c.ID, Reference: c.Reference, Expected: c.Expected}
+		order, _ := parseOrdering(c.Expected)
 		switch {
 		case c.Output == TestLog:
 			res.Expected = fmt.Sprintf("every printed error ≤ %s", fmtTol(c.Tolerance))
 		case c.Expected == NotReached:
 			res.Expected = NotReached
+		case c.Measure.Repeated && order != nil:
+			res.Expected = fmt.Sprintf("%s (%g%% bootstrap interval of each median ratio below 1)", c.Expected, 100*bootstrapConfidence)
+		case c.Measure.Repeated:
+			res.Expected = fmt.Sprintf("median %s (%s; %g%% bootstrap interval inside)", c.Expected, fmtTol(c.Tolerance), 100*bootstrapConfidence)
 		default:
 			res.Expected = fmt.Sprintf("%s (%s)", c.Expected, fmtTol(c.Tolerance))
 		}
@@ -144,6 +156,9 @@ func Verify(ctx context.Context, a *Artifact, opt Options) ([]Result, error) {
 			res.Status = Fail
 			res.Detail += err.Error()
 		}
+		if res.Status == Inconclusive {
+			res.Detail += "the measurements cannot resolve the claim (time more steps or use a quieter machine); not a failure"
+		}
 		res.Detail = strings.TrimSuffix(res.Detail, "; ")
 		fmt.Fprintf(opt.Log, "  %s: measured %s, expected %s\n", res.Status, res.Measured, res.Expected)
 		results = append(results, res)
@@ -151,7 +166,42 @@ func Verify(ctx context.Context, a *Artifact, opt Options) ([]Result, error) {
 	return results, nil
 }
 
-// missingData returns a description of the first absent data set c requires, or "".
+// preflight checks what every claim needs before any runs (see Verify) and fills in opt's
+// defaults.
+func preflight(a *Artifact, opt *Options) error {
+	if _, ok := a.Profiles[opt.Profile]; !ok {
+		names := slices.Sorted(maps.Keys(a.Profiles))
+		return fmt.Errorf("artifact: unknown profile %q (the manifest has: %s)", opt.Profile, strings.Join(names, ", "))
+	}
+	be, err := backend.New()
+	if err != nil {
+		return fmt.Errorf("artifact: the claims' backend cannot be created: %w", err)
+	}
+	be.Finalize() // the commands create their own; a GPU backend must not hold memory meanwhile
+	if opt.Log == nil {
+		opt.Log = io.Discard
+	}
+	if opt.Exec != nil {
+		return nil
+	}
+	opt.Exec = runExec
+	for _, c := range a.Claims {
+		if len(c.Profiles) > 0 && !slices.Contains(c.Profiles, opt.Profile) {
+			continue
+		}
+		program, _, _ := strings.Cut(strings.TrimSpace(c.Command), " ")
+		if program == "fgn" && opt.FGN != "" {
+			program = opt.FGN
+		}
+		if _, err := exec.LookPath(program); err != nil {
+			return fmt.Errorf("artifact: claim %s runs %s: %w", c.ID, program, err)
+		}
+	}
+	return nil
+}
+
+// missingData returns why a data set c requires cannot be used (absent, or not the data set
+// its identity names), or "".
 func missingData(a *Artifact, c Claim, dir string) string {
 	for _, name := range c.Requires {
 		for _, d := range a.Data {
@@ -162,6 +212,11 @@ func missingData(a *Artifact, c Claim, dir string) string {
 				p := filepath.Join(dir, d.Path, f)
 				if _, err := os.Stat(p); err != nil {
 					return fmt.Sprintf("needs the %s data set: %s is missing (%s)", name, p, d.Make)
+				}
+			}
+			if d.Identity != nil {
+				if err := d.Identity.check(filepath.Join(dir, d.Path)); err != nil {
+					return fmt.Sprintf("needs the %s data set: %v", name, err)
 				}
 			}
 		}
@@ -241,10 +296,21 @@ func checkCSV(path string, c Claim) (measured, status string, err error) {
 		return checkNotReached(vals)
 	}
 	order, _ := parseOrdering(c.Expected)
-	if order != nil {
+	want, _ := strconv.ParseFloat(c.Expected, 64)
+	switch {
+	case c.Measure.Repeated && order != nil:
+		groups, err := groupValues(t, rows, vals, order, c.Measure.Group)
+		if err != nil {
+			return "", Fail, err
+		}
+		measured, status = checkRepeatedOrdering(groups, order)
+		return measured, status, nil
+	case c.Measure.Repeated:
+		measured, status = checkRepeatedValue(vals, want, c.Tolerance.slack(want))
+		return measured, status, nil
+	case order != nil:
 		return checkOrdering(t, rows, vals, order, c)
 	}
-	want, _ := strconv.ParseFloat(c.Expected, 64)
 	worst := vals[0]
 	for _, v := range vals {
 		if math.IsNaN(v) || abs(v-want) > abs(worst-want) {
@@ -274,6 +340,25 @@ func checkNotReached(vals []float64) (measured, status string, err error) {
 		return NotReached, Pass, nil
 	}
 	return "reached at " + strconv.FormatFloat(reached, 'g', 6, 64), Fail, nil
+}
+
+// groupValues collects the values of the selected rows by their group column; every group of
+// order must have at least one.
+func groupValues(t *report.Table, rows [][]string, vals []float64, order []string, group string) (map[string][]float64, error) {
+	g, err := t.Column(group)
+	if err != nil {
+		return nil, err
+	}
+	groups := map[string][]float64{}
+	for i, r := range rows {
+		groups[r[g]] = append(groups[r[g]], vals[i])
+	}
+	for _, name := range order {
+		if len(groups[name]) == 0 {
+			return nil, fmt.Errorf("no selected row has %s = %q", group, name)
+		}
+	}
+	return groups, nil
 }
 
 func checkOrdering(t *report.Table, rows [][]string, vals []float64, order []string, c Claim) (string, string, error) {

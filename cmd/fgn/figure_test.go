@@ -49,7 +49,7 @@ func TestFigureMechanism(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tab, err := mechanism.StepTime(be, cfg, io.Discard)
+	tab, _, err := mechanism.StepTime(be, cfg, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

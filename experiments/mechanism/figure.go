@@ -15,11 +15,12 @@ import (
 
 // File names of the figure and its data, inside the output directory.
 const (
-	StepTimeFile  = "figure1a_step_time.csv"
-	TraceFile     = "figure1b_trace.csv"
-	AgreementFile = "figure1c_agreement.csv"
-	FigureBase    = "figure1_mechanism" // + .svg, .png, .pdf
-	CaptionFile   = "figure1_mechanism.caption.md"
+	StepTimeFile    = "figure1a_step_time.csv"
+	StepSamplesFile = "figure1a_step_samples.csv" // every timed step of panel (a)
+	TraceFile       = "figure1b_trace.csv"
+	AgreementFile   = "figure1c_agreement.csv"
+	FigureBase      = "figure1_mechanism" // + .svg, .png, .pdf
+	CaptionFile     = "figure1_mechanism.caption.md"
 )
 
 // Tables are the data of the three panels.

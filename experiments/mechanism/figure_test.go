@@ -16,7 +16,7 @@ import (
 // writeTinyTables writes the three panel tables, at test sizes, into dir.
 func writeTinyTables(t *testing.T, dir string) {
 	t.Helper()
-	stepTime, err := StepTime(testBackend, tinyStepTime(t), io.Discard)
+	stepTime, _, err := StepTime(testBackend, tinyStepTime(t), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

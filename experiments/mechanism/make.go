@@ -42,16 +42,16 @@ func Make(be compute.Backend, cfg MakeConfig, dir string) ([]string, error) {
 	var paths []string
 	for _, p := range cfg.Panels {
 		var (
-			tab     *report.Table
-			file    string
-			profile = "n/a (exact computation)"
-			err     error
+			tab, samples *report.Table
+			file         string
+			profile      = "n/a (exact computation)"
+			err          error
 		)
 		start := time.Now()
 		switch p {
 		case "a":
 			fmt.Fprintf(log, "panel (a): step times, profile %s\n", cfg.StepTime.Profile)
-			tab, err = StepTime(be, cfg.StepTime, progress)
+			tab, samples, err = StepTime(be, cfg.StepTime, progress)
 			file, profile = StepTimeFile, cfg.StepTime.Profile
 		case "b":
 			tab, err = Trace(be, cfg.Trace)
@@ -66,6 +66,14 @@ func Make(be compute.Backend, cfg MakeConfig, dir string) ([]string, error) {
 			return paths, err
 		}
 		report.Provenance(tab, be, profile, cfg.Command, time.Now())
+		if samples != nil {
+			report.Provenance(samples, be, profile, cfg.Command, time.Now())
+			path := filepath.Join(dir, StepSamplesFile)
+			if err := samples.Write(path); err != nil {
+				return paths, err
+			}
+			paths = append(paths, path)
+		}
 		path := filepath.Join(dir, file)
 		if err := tab.Write(path); err != nil {
 			return paths, err

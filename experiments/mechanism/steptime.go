@@ -52,8 +52,9 @@ var paperClasses = []int{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096}
 // StepTimeProfiles are the configurations of panel (a):
 //
 //   - full: the paper's protocol, 128 warm-up and 640 timed steps at every C (meant for a GPU);
-//   - quick: 3 warm-up and 12 timed steps for C < 1024, 2 and 6 for C ≥ 1024, so the whole
-//     sweep fits in 15 minutes on 2 CPU cores with the pure-Go backend (SIMD build);
+//   - quick: 3 warm-up and 24 timed steps for C < 1024, 2 and 12 for C ≥ 1024: enough steps for
+//     the median and interquartile range to be stable and for the timing claims' bootstrap
+//     intervals to resolve clear differences, on 2 CPU cores with the pure-Go backend;
 //   - smoke: C ∈ {2, 16, 128, 1024}, 4096 examples, 1 warm-up and 3 timed steps (well under a
 //     minute on 2 cores; for CI).
 //
@@ -62,7 +63,7 @@ var StepTimeProfiles = map[string]StepTimeConfig{
 	"full": {Profile: "full", Dim: 2048, Batch: 512, Examples: 32768, Classes: paperClasses,
 		Warmup: 128, Steps: 640},
 	"quick": {Profile: "quick", Dim: 2048, Batch: 512, Examples: 32768, Classes: paperClasses,
-		Warmup: 3, Steps: 12, LargeC: 1024, LargeWarmup: 2, LargeSteps: 6},
+		Warmup: 3, Steps: 24, LargeC: 1024, LargeWarmup: 2, LargeSteps: 12},
 	"smoke": {Profile: "smoke", Dim: 2048, Batch: 512, Examples: 4096, Classes: []int{2, 16, 128, 1024},
 		Warmup: 1, Steps: 3},
 }
@@ -122,6 +123,10 @@ func (c StepTimeConfig) validate() error {
 	}
 	return nil
 }
+
+// StepSampleColumns are the columns of the panel (a) samples: one row per timed step with its
+// (C, method), its index after the warm-up and its duration in milliseconds.
+var StepSampleColumns = []string{"classes", "method", "step", "ms"}
 
 // StepTimeColumns are the columns of the panel (a) table: one row per (C, method) with the
 // warm-up and timed step counts, the median, quartiles and extremes of the timed step
@@ -215,13 +220,17 @@ func uniformLabels(backend compute.Backend, c StepTimeConfig, numClasses, numBat
 // the warm-up steps, then times each of the timed steps from the call until its loss is on the
 // host. Steps cycle over the static batches, one batch per step. Feature generation, transfers,
 // compilation and warm-up are not timed. progress receives a progress bar (io.Discard for none).
-func StepTime(backend compute.Backend, c StepTimeConfig, progress io.Writer) (*report.Table, error) {
+//
+// It returns the summary (StepTimeColumns: quantiles of the step times per (C, method)) and the
+// samples (StepSampleColumns: every timed step), from which timing claims are judged with their
+// noise; both carry the same comments.
+func StepTime(backend compute.Backend, c StepTimeConfig, progress io.Writer) (summary, samples *report.Table, err error) {
 	if err := c.validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	features, err := gaussianBatches(backend, c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer finalizeAll(features)
 	total := 0
@@ -233,7 +242,7 @@ func StepTime(backend compute.Backend, c StepTimeConfig, progress io.Writer) (*r
 		progressbar.OptionSetWidth(30), progressbar.OptionSetPredictTime(false), progressbar.OptionSetDescription("panel (a)"),
 		progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionOnCompletion(func() { fmt.Fprintln(progress) }))
 
-	t := report.NewTable(StepTimeColumns...)
+	t, samples := report.NewTable(StepTimeColumns...), report.NewTable(StepSampleColumns...)
 	t.Comment("panel", "(a) steady-state optimiser step time, linear softmax head on fixed Gaussian features")
 	t.Comment("parameters", fmt.Sprintf("d=%d batch=%d examples=%d (%d static batches, one per step, cycling) lambda=%g cg_budget=%d adam_lr=%g step_size=%g seed=%d float32",
 		c.Dim, c.Batch, c.Examples, c.Examples/c.Batch, c.Lambda, c.CGIters, c.AdamLR, c.StepSize, c.Seed))
@@ -249,24 +258,29 @@ func StepTime(backend compute.Backend, c StepTimeConfig, progress io.Writer) (*r
 	for _, numClasses := range c.Classes {
 		labels, err := uniformLabels(backend, c, numClasses, len(features))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, m := range c.Methods {
 			bar.Describe(fmt.Sprintf("C=%-4d %-17s", numClasses, m))
 			times, loss, err := timeMethod(backend, c, m, numClasses, features, labels, bar)
 			if err != nil {
 				finalizeAll(labels)
-				return nil, fmt.Errorf("mechanism: C=%d %s: %w", numClasses, m, err)
+				return nil, nil, fmt.Errorf("mechanism: C=%d %s: %w", numClasses, m, err)
 			}
 			warmup, steps := c.stepsAt(numClasses)
 			q := quantiles(times, 0, 0.25, 0.5, 0.75, 1)
 			t.Add(numClasses, string(m), warmup, steps, q[2], q[1], q[3], q[0], q[4], loss)
+			for k, ms := range times {
+				samples.Add(numClasses, string(m), k+1, ms)
+			}
 		}
 		finalizeAll(labels)
 	}
 	_ = bar.Finish()
 	t.Comment("host load", fmt.Sprintf("1/5/15-min load averages %s before, %s after the sweep", loadBefore, report.LoadAverage()))
-	return t, nil
+	samples.Comments = slices.Clone(t.Comments)
+	samples.Comment("rows", "one row per timed step: its index after the warm-up and its time in milliseconds")
+	return t, samples, nil
 }
 
 // timeMethod compiles and runs the steps of one method at C classes and returns the durations

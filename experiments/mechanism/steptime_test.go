@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/fgn-paper/fgn/experiments/report"
@@ -36,7 +37,7 @@ func tinyStepTime(t *testing.T) StepTimeConfig {
 func TestStepTime(t *testing.T) {
 	c := tinyStepTime(t)
 	var progress bytes.Buffer
-	tab, err := StepTime(testBackend, c, &progress)
+	tab, samples, err := StepTime(testBackend, c, &progress)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +85,27 @@ func TestStepTime(t *testing.T) {
 	if progress.Len() == 0 {
 		t.Error("no progress output")
 	}
+	// The samples hold every timed step; their medians are the summary's.
+	sc, sm, ms := samples.Rows, 0, []float64{}
+	for i := range back.Rows {
+		ms = ms[:0]
+		for _, r := range sc {
+			if r[0] == back.Rows[i][0] && r[1] == back.Rows[i][methodCol] {
+				v, err := strconv.ParseFloat(r[3], 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ms = append(ms, v)
+				sm++
+			}
+		}
+		if got := quantiles(ms, 0.5)[0]; len(ms) != c.Steps || got != med[i] {
+			t.Errorf("row %d: %d samples with median %g, want %d with median %g", i, len(ms), got, c.Steps, med[i])
+		}
+	}
+	if sm != len(samples.Rows) {
+		t.Errorf("%d samples, %d of them matching a summary row", len(samples.Rows), sm)
+	}
 }
 
 func TestStepTimeErrors(t *testing.T) {
@@ -99,7 +121,7 @@ func TestStepTimeErrors(t *testing.T) {
 	} {
 		c := tinyStepTime(t)
 		mutate(&c)
-		if _, err := StepTime(testBackend, c, io.Discard); err == nil {
+		if _, _, err := StepTime(testBackend, c, io.Discard); err == nil {
 			t.Errorf("config %+v accepted", c)
 		} else {
 			t.Log(err)

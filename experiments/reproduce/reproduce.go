@@ -206,7 +206,7 @@ func cacheFingerprint(dir string) (map[string]string, error) {
 func Targets(cfg Config) ([]Target, error) {
 	p := cfg.Plan
 	fig1 := Target{Name: "figure1", Title: "Figure 1 (mechanism)",
-		Outputs:  []string{mechanism.StepTimeFile, mechanism.TraceFile, mechanism.AgreementFile, mechanism.CaptionFile},
+		Outputs:  []string{mechanism.StepTimeFile, mechanism.StepSamplesFile, mechanism.TraceFile, mechanism.AgreementFile, mechanism.CaptionFile},
 		Settings: map[string]any{"step_time": p.StepTime, "trace": p.Trace, "agreement": p.Agreement},
 		Inputs:   map[string]string{"data": "generated from the settings' seeds"},
 		build: func(cfg Config, _ build) error {

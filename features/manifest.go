@@ -30,6 +30,33 @@ type Manifest struct {
 	Created   string            `json:"created"`   // RFC 3339 time
 }
 
+// The canonical Cars196 split of Krause et al. (2013), as torchvision's StanfordCars lays it out.
+const (
+	Cars196Train   = 8144
+	Cars196Test    = 8041
+	Cars196Classes = 196
+)
+
+// Cars196 returns nil when the manifest records the canonical Cars196 split (Cars196Train
+// training and Cars196Test test examples of Cars196Classes classes), else an error naming the
+// first difference. It says nothing about the encoder that made the features.
+func (m *Manifest) Cars196() error {
+	for _, want := range []struct {
+		split    string
+		examples int
+	}{{"train", Cars196Train}, {"test", Cars196Test}} {
+		s, ok := m.Splits[want.split]
+		switch {
+		case !ok:
+			return fmt.Errorf("not the canonical Cars196 split: no %s split", want.split)
+		case s.Examples != want.examples || s.Classes != Cars196Classes:
+			return fmt.Errorf("not the canonical Cars196 split: %s has %d examples of %d classes (Cars196: %d of %d)",
+				want.split, s.Examples, s.Classes, want.examples, Cars196Classes)
+		}
+	}
+	return nil
+}
+
 // ManifestWeights identifies a weight file.
 type ManifestWeights struct {
 	Name   string `json:"name"` // e.g. "torchvision ResNet50_Weights.IMAGENET1K_V2"

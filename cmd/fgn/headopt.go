@@ -29,8 +29,10 @@ sweep reads finished runs back), then Figure 2 and Table 1 to <out>.
 the training features and writes the chosen configuration, which "fgn headopt --config FILE"
 then uses (without --config the paper's values are used).
 
-Data: --features DIR (a feature cache: train_/test_features.npy and _labels.npy), or
---synthetic: a Gaussian-mixture stand-in, NOT Cars196, labelled so in every output.
+Data: --features DIR (a feature cache made by data/fetch: train_/test_features.npy, _labels.npy
+and manifest.json, whose manifest gives the class count and names the outputs: "cars196" only
+for the canonical Cars196 split), or --synthetic: a Gaussian-mixture stand-in, NOT Cars196,
+labelled so in every output.
 
 flags:
 `
@@ -39,7 +41,6 @@ flags:
 type headoptFlags struct {
 	features, profile, out, backend *string
 	synthetic, quiet                *bool
-	classes                         *int
 }
 
 func addHeadoptFlags(fs *flag.FlagSet) *headoptFlags {
@@ -47,7 +48,6 @@ func addHeadoptFlags(fs *flag.FlagSet) *headoptFlags {
 		features:  fs.String("features", "", "feature cache directory (train_/test_ features and labels .npy)"),
 		synthetic: fs.Bool("synthetic", false, "use the synthetic Gaussian-mixture stand-in (NOT Cars196) of the profile's shape"),
 		profile:   fs.String("profile", "quick", "full (paper: batch 128, 150 epochs, 10 seeds), quick (minutes on a CPU) or smoke (CI)"),
-		classes:   fs.Int("classes", headopt.Cars196Classes, "number of classes of the feature cache"),
 		out:       fs.String("out", "figures", "output directory"),
 		backend:   fs.String("backend", "", "backend, as GOMLX_BACKEND (default: $GOMLX_BACKEND, else pure Go)"),
 		quiet:     fs.Bool("quiet", false, "no progress bars or per-run lines"),
@@ -67,7 +67,7 @@ func (f *headoptFlags) load() (headopt.Profile, *headopt.Data, error) {
 		d, err := headopt.Synthetic(p)
 		return p, d, err
 	case *f.features != "":
-		d, err := headopt.LoadCache(*f.features, *f.classes)
+		d, err := headopt.LoadCache(*f.features)
 		return p, d, err
 	}
 	return p, nil, fmt.Errorf("headopt: name the data: --features DIR (a feature cache) or --synthetic (a stand-in, not Cars196)")
@@ -178,7 +178,7 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() { fmt.Fprint(stderr, headoptUsage); fs.PrintDefaults() }
 	hf := addHeadoptFlags(fs)
 	config := fs.String("config", "", "hyper-parameter file written by fgn headopt select (default: the paper's values)")
-	thresholdsFlag := fs.String("thresholds", "", "comma-separated time-to-threshold accuracies in percent (default: 42,43,44 on Cars196, the profile's scaled ones on the stand-in)")
+	thresholdsFlag := fs.String("thresholds", "", "comma-separated time-to-threshold accuracies in percent (default: 42,43,44 on Cars196, the profile's scaled ones on the stand-in, none on other caches)")
 	gridPoints := fs.Int("grid-points", headopt.DefaultGridPoints, "points of the shared wall-time grid")
 	seeds := fs.Int("seeds", 0, "run seeds 1..N instead of the profile's count (0: the profile's; e.g. 1 to time one seed of the full protocol)")
 	if err := fs.Parse(args); err != nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/train"
 )
 
@@ -144,7 +145,7 @@ func TimeToThreshold(grid, ys []float64, threshold float64) float64 {
 	return math.NaN()
 }
 
-// Curve is one method's aggregate over seeds on the shared grid: held-out accuracy (fraction)
+// Curve is one method's aggregate over seeds on a grid of times: held-out accuracy (fraction)
 // and cross-entropy, mean and standard deviation.
 type Curve struct {
 	Method                         train.Method
@@ -153,6 +154,10 @@ type Curve struct {
 	AccMean, AccStd, CEMean, CEStd []float64
 	// MsPerStep is the mean over seeds of (final optimisation time / steps), in milliseconds.
 	MsPerStep float64
+	// StepMs are the quartiles (q1, median, q3), in milliseconds, of the repeated step-time
+	// measurements: each evaluation interval of each seed gives one, its optimisation time
+	// divided by its steps.
+	StepMs [3]float64
 }
 
 // Aggregate interpolates every run's accuracy and cross-entropy onto gridPoints evenly spaced
@@ -162,45 +167,83 @@ func Aggregate(runs []Run, methods []train.Method, gridPoints int) ([]Curve, flo
 	if err != nil {
 		return nil, 0, err
 	}
-	grid, err := Grid(horizon, gridPoints)
-	if err != nil {
-		return nil, 0, err
-	}
+	curves, err := aggregate(runs, methods, gridPoints, func([]Run) (float64, error) { return horizon, nil })
+	return curves, horizon, err
+}
+
+// FullCurves is Aggregate with each method's own horizon, the end of its shortest run: the
+// curves show each method's whole run.
+func FullCurves(runs []Run, methods []train.Method, gridPoints int) ([]Curve, error) {
+	return aggregate(runs, methods, gridPoints, Horizon)
+}
+
+// aggregate averages each method's runs on gridPoints times over [0, horizon(the method's runs)].
+func aggregate(runs []Run, methods []train.Method, gridPoints int, horizon func([]Run) (float64, error)) ([]Curve, error) {
 	var curves []Curve
 	for _, m := range methods {
+		var mine []Run
+		for _, r := range runs {
+			if r.Method == m {
+				mine = append(mine, r)
+			}
+		}
+		if len(mine) == 0 {
+			return nil, fmt.Errorf("headopt: no runs of method %s", m)
+		}
+		h, err := horizon(mine)
+		if err != nil {
+			return nil, err
+		}
+		grid, err := Grid(h, gridPoints)
+		if err != nil {
+			return nil, err
+		}
 		var accs, ces [][]float64
 		var msPerStep float64
-		for _, r := range runs {
-			if r.Method != m {
-				continue
-			}
+		var stepMs []float64
+		for _, r := range mine {
 			xs, acc, ce := make([]float64, len(r.Points)), make([]float64, len(r.Points)), make([]float64, len(r.Points))
 			for k, p := range r.Points {
 				xs[k], acc[k], ce[k] = p.OptSeconds, p.EvalAccuracy, p.EvalLoss
 			}
 			a, err := Interpolate(xs, acc, grid)
 			if err != nil {
-				return nil, 0, fmt.Errorf("%s seed %d: %w", m, r.Seed, err)
+				return nil, fmt.Errorf("%s seed %d: %w", m, r.Seed, err)
 			}
 			c, err := Interpolate(xs, ce, grid)
 			if err != nil {
-				return nil, 0, fmt.Errorf("%s seed %d: %w", m, r.Seed, err)
+				return nil, fmt.Errorf("%s seed %d: %w", m, r.Seed, err)
 			}
 			accs, ces = append(accs, a), append(ces, c)
 			last := r.Points[len(r.Points)-1]
 			msPerStep += 1e3 * last.OptSeconds / float64(max(last.Step, 1))
+			stepMs = append(stepMs, r.StepMs()...)
 		}
-		if len(accs) == 0 {
-			return nil, 0, fmt.Errorf("headopt: no runs of method %s", m)
+		cv := Curve{Method: m, Seeds: len(accs), Time: slices.Clone(grid), MsPerStep: msPerStep / float64(len(accs)),
+			StepMs: [3]float64{math.NaN(), math.NaN(), math.NaN()}}
+		if len(stepMs) > 0 {
+			copy(cv.StepMs[:], report.Quantiles(stepMs, 0.25, 0.5, 0.75))
 		}
-		cv := Curve{Method: m, Seeds: len(accs), Time: slices.Clone(grid), MsPerStep: msPerStep / float64(len(accs))}
 		if cv.AccMean, cv.AccStd, err = MeanStd(accs); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		if cv.CEMean, cv.CEStd, err = MeanStd(ces); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		curves = append(curves, cv)
 	}
-	return curves, horizon, nil
+	return curves, nil
+}
+
+// StepMs returns the run's step-time measurements in milliseconds: for each interval between
+// consecutive evaluations, its optimisation time over its steps. (The time before the first
+// evaluation, FGN's one-time feature Gram, belongs to no step.)
+func (r Run) StepMs() []float64 {
+	var out []float64
+	for k := 1; k < len(r.Points); k++ {
+		if n := r.Points[k].Step - r.Points[k-1].Step; n > 0 {
+			out = append(out, 1e3*(r.Points[k].OptSeconds-r.Points[k-1].OptSeconds)/float64(n))
+		}
+	}
+	return out
 }

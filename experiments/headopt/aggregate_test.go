@@ -112,12 +112,32 @@ func TestAggregate(t *testing.T) {
 		}
 	}
 
+	// Each method's whole run: Adam to 2 s (its shortest seed), FGN to 3 s.
+	full, err := FullCurves(runs, []train.Method{train.Adam, train.FGN}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end := full[1].Time[4]; end != 3 || !approx(full[1].AccMean[4], 0.8) || full[0].Time[4] != 2 {
+		t.Errorf("full curves end at Adam %g s and FGN %g s (accuracy %g), want 2 s and 3 s (0.8)", full[0].Time[4], end, full[1].AccMean[4])
+	}
+
 	// Table 1 from these curves: thresholds 30 % and 65 %. Adam's mean reaches 0.3 at the
 	// crossing between 1 s (0.25) and 1.5 s (0.325): 1 + 0.5·(0.05/0.075) = 4/3 s; never 65 %.
 	// FGN is at 0.2 at 0.5 s and 0.6 at 1 s, reaching 0.3 at 0.625 s, and 0.65 at exactly 1.5 s.
-	tab := SummaryTable(curves, horizon, []float64{30, 65})
+	// By step: Adam's mean is 0.1 at step 0 and 0.5 at step 10; FGN's 0.2, 0.6, 0.8 at steps
+	// 0, 10, 20. Step times: Adam's intervals take 200 and 400 ms per step, FGN's 50 and 200.
+	steps, err := StepCurves(runs, []train.Method{train.Adam, train.FGN})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := SummaryTable(curves, steps, horizon, []float64{30, 65})
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := map[string][]float64{"time_to_30pct_s": {4.0 / 3, 0.625}, "time_to_65pct_s": {math.NaN(), 1.5},
-		"acc_mean_pct": {40, 70}, "acc_std_pct": {10, 0}}
+		"acc_mean_pct": {40, 70}, "acc_std_pct": {10, 0}, "step_ms_q1": {250, 87.5}, "step_ms_median": {300, 125},
+		"step_ms_q3": {350, 162.5}, "final_step": {10, 20}, "final_acc_mean_pct": {50, 80},
+		"steps_to_30pct": {10, 10}, "steps_to_65pct": {math.NaN(), 20}}
 	for col, w := range want {
 		got, err := tab.Floats(col)
 		if err != nil {
@@ -133,18 +153,31 @@ func TestAggregate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"| Adam | 40.00 ± 10.00 | 1.5000 ± 0.5000 | 300.00 | 1.333 | – |", "| FGN | 70.00 ± 0.00", "Acc. at 2 s"} {
+	for _, s := range []string{"| Adam | 40.00 ± 10.00 | 1.5000 ± 0.5000 | 300 (250–350) | 1.333 | – |", "| FGN | 70.00 ± 0.00", "Acc. at 2 s",
+		"| Adam | 10 | 50.00 ± 0.00 | 1.0000 ± 0.0000 | 10 | – |", "| FGN | 20 | 80.00 ± 0.00 | 0.5000 ± 0.0000 | 10 | 20 |"} {
 		if !strings.Contains(md, s) {
 			t.Errorf("Markdown lacks %q:\n%s", s, md)
 		}
 	}
-	tex, err := LaTeX(tab, "hand-made")
+	tex, err := LaTeX(tab, "hand-made", "toy")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{`\toprule`, `\midrule`, `\bottomrule`, `& Time to 65\%`, `$40.00 \pm 10.00$`, "& --", `$0.625$`} {
+	for _, s := range []string{`\toprule`, `\midrule`, `\bottomrule`, `& Time to 65\%`, `$40.00 \pm 10.00$`, "& --", `$0.625$`, `\label{tab:headopt_toy}`} {
 		if !strings.Contains(tex, s) {
 			t.Errorf("LaTeX lacks %q:\n%s", s, tex)
+		}
+	}
+	caption, err := Caption(tab, "hand-made")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"at the end of their runs the mean test accuracy is FGN 80.00 % (step 20), Adam 50.00 % (step 10)",
+		"65 % is reached by FGN at step 20; not by Adam by the last step.",
+		"at the 2 s horizon the mean test accuracy is FGN 70.00 %, Adam 40.00 %", "Median step times: Adam 300 ms, FGN 125 ms.",
+		"30 % is reached by FGN after 0.625 s, then Adam after 1.33 s."} {
+		if !strings.Contains(caption, s) {
+			t.Errorf("caption lacks %q:\n%s", s, caption)
 		}
 	}
 }

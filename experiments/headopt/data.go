@@ -3,7 +3,9 @@ package headopt
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/features"
@@ -14,58 +16,113 @@ import (
 type Data struct {
 	Train, Test *features.Set
 	Classes     int
-	// Synthetic marks the Gaussian-mixture stand-in.
-	Synthetic bool
+	// Synthetic marks the Gaussian-mixture stand-in, Cars196 a feature cache whose manifest
+	// records the canonical Cars196 split (features.Manifest.Cars196).
+	Synthetic, Cars196 bool
 	// Source describes the data for the provenance comments.
 	Source string
+	// tag and title: see Tag and Title.
+	tag, title string
 }
 
-// Tag is the data's name in file names: "cars196", or "synthetic_standin" for the stand-in.
-func (d *Data) Tag() string {
-	if d.Synthetic {
-		return "synthetic_standin"
-	}
-	return "cars196"
-}
+// Tag is the data's name in file names: "cars196" for the canonical Cars196 cache,
+// "synthetic_standin" for the stand-in, "features_<directory name>" for any other cache.
+func (d *Data) Tag() string { return d.tag }
 
-// Title names the data in figure titles and table captions.
-func (d *Data) Title() string {
-	if d.Synthetic {
-		return "synthetic stand-in, NOT Cars196"
-	}
-	return "Cars196"
-}
+// Title names the data in figure titles and table captions; it says when the data is not
+// Cars196.
+func (d *Data) Title() string { return d.title }
 
-// LoadCache reads the train and test splits of a feature cache directory (features.CachePaths)
-// and checks that both have the same dimension and labels in [0, classes).
-func LoadCache(dir string, classes int) (*Data, error) {
-	if classes < 2 {
-		return nil, fmt.Errorf("headopt: need at least 2 classes, got %d", classes)
-	}
+// LoadCache reads a feature cache directory made by data/fetch: its manifest
+// (features.Manifest), which gives the class count and what the data is, and the train and test
+// splits (features.CachePaths), checking that they have the manifest's example counts, one
+// dimension, and labels in [0, classes).
+func LoadCache(dir string) (*Data, error) {
 	if st, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("headopt: feature cache: %w", err)
 	} else if !st.IsDir() {
 		return nil, fmt.Errorf("headopt: feature cache %s is not a directory", dir)
 	}
-	tr, err := features.LoadSplit(dir, "train")
+	m, err := features.ReadManifest(dir)
 	if err != nil {
-		return nil, fmt.Errorf("headopt: feature cache: %w", err)
+		return nil, fmt.Errorf("headopt: %w", err)
 	}
-	te, err := features.LoadSplit(dir, "test")
-	if err != nil {
-		return nil, fmt.Errorf("headopt: feature cache: %w", err)
+	d := &Data{}
+	sets := map[string]**features.Set{"train": &d.Train, "test": &d.Test}
+	for _, split := range []string{"train", "test"} {
+		info, ok := m.Splits[split]
+		if !ok {
+			return nil, fmt.Errorf("headopt: feature cache %s: the manifest has no %s split", dir, split)
+		}
+		s, err := features.LoadSplit(dir, split)
+		if err != nil {
+			return nil, fmt.Errorf("headopt: feature cache: %w", err)
+		}
+		if s.N != info.Examples {
+			return nil, fmt.Errorf("headopt: feature cache %s: the %s split has %d examples, its manifest says %d", dir, split, s.N, info.Examples)
+		}
+		*sets[split] = s
 	}
-	if tr.D != te.D {
-		return nil, fmt.Errorf("headopt: feature cache %s: training features have dimension %d, test features %d", dir, tr.D, te.D)
+	d.Classes = m.Splits["train"].Classes
+	if c := m.Splits["test"].Classes; c != d.Classes {
+		return nil, fmt.Errorf("headopt: feature cache %s: the manifest gives the training split %d classes and the test split %d", dir, d.Classes, c)
 	}
-	if err := tr.Validate("training split", classes); err != nil {
+	if d.Classes < 2 {
+		return nil, fmt.Errorf("headopt: feature cache %s: need at least 2 classes, the manifest says %d", dir, d.Classes)
+	}
+	if d.Train.D != d.Test.D {
+		return nil, fmt.Errorf("headopt: feature cache %s: training features have dimension %d, test features %d", dir, d.Train.D, d.Test.D)
+	}
+	if err := d.Train.Validate("training split", d.Classes); err != nil {
 		return nil, fmt.Errorf("headopt: feature cache %s: %w", dir, err)
 	}
-	if err := te.Validate("test split", classes); err != nil {
+	if err := d.Test.Validate("test split", d.Classes); err != nil {
 		return nil, fmt.Errorf("headopt: feature cache %s: %w", dir, err)
 	}
-	return &Data{Train: tr, Test: te, Classes: classes,
-		Source: fmt.Sprintf("feature cache %s (%d train, %d test, d=%d, C=%d)", dir, tr.N, te.N, tr.D, classes)}, nil
+	shape := fmt.Sprintf("%d train, %d test, d=%d, C=%d", d.Train.N, d.Test.N, d.Train.D, d.Classes)
+	d.Source = fmt.Sprintf("feature cache %s: %s; encoder weights %s (%s)", dir, m.Source, m.Weights.Name, shape)
+	d.tag, d.title, d.Cars196 = cacheNames(dir, m)
+	if err := m.Cars196(); err != nil {
+		d.Source += "; " + err.Error()
+	}
+	return d, nil
+}
+
+// CacheNames reads the manifest of the feature cache in dir and returns the Tag and Title that
+// LoadCache gives its data.
+func CacheNames(dir string) (tag, title string, err error) {
+	m, err := features.ReadManifest(dir)
+	if err != nil {
+		return "", "", fmt.Errorf("headopt: %w", err)
+	}
+	tag, title, _ = cacheNames(dir, m)
+	return tag, title, nil
+}
+
+// cacheNames names the cache in dir from its manifest m: "cars196" and "Cars196" for the
+// canonical split, otherwise "features_<directory name>" and a title saying it is not Cars196.
+func cacheNames(dir string, m *features.Manifest) (tag, title string, cars196 bool) {
+	notCars := m.Cars196()
+	if notCars == nil {
+		return "cars196", "Cars196", true
+	}
+	name := fileName(dir)
+	return "features_" + name, fmt.Sprintf("feature cache %s (C = %d, not Cars196)", name, m.Splits["train"].Classes), false
+}
+
+// fileName is the directory's base name with every character outside [A-Za-z0-9_-] replaced by
+// '_', for file names.
+func fileName(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '_'
+	}, filepath.Base(abs))
 }
 
 // Synthetic returns the profile's Gaussian-mixture stand-in (train.GaussianMixture, seed 1;
@@ -80,6 +137,7 @@ func Synthetic(p Profile) (*Data, error) {
 		return nil, err
 	}
 	return &Data{Train: tr, Test: te, Classes: p.SynthClasses, Synthetic: true,
+		tag: "synthetic_standin", title: "synthetic stand-in, NOT Cars196",
 		Source: fmt.Sprintf("synthetic stand-in, NOT Cars196: Gaussian mixture (%d train, %d test, d=%d, C=%d, separation %g)",
 			tr.N, te.N, tr.D, p.SynthClasses, p.SynthSeparation)}, nil
 }

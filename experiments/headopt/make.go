@@ -39,13 +39,17 @@ type MakeConfig struct {
 }
 
 // Thresholds returns the default time-to-threshold accuracies (percent) for data d under
-// profile p: the paper's Cars196Thresholds on Cars196, the profile's SynthThresholds on the
-// synthetic stand-in.
+// profile p: the paper's Cars196Thresholds on the canonical Cars196 cache, the profile's
+// SynthThresholds on the synthetic stand-in, and none on any other cache (name them in
+// MakeConfig.Thresholds).
 func Thresholds(p Profile, d *Data) []float64 {
-	if d.Synthetic {
+	switch {
+	case d.Synthetic:
 		return p.SynthThresholds
+	case d.Cars196:
+		return Cars196Thresholds
 	}
-	return Cars196Thresholds
+	return nil
 }
 
 // Make runs the resumable sweep (Sweep) of the profile on d, its traces in the traces

@@ -1,10 +1,12 @@
 package headopt
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,27 +17,32 @@ import (
 )
 
 // Files are the output file names for data tagged tag (Data.Tag).
-type Files struct{ Figure, Curves, Table, TracesDir string }
+type Files struct{ Figure, Caption, Curves, Steps, Seeds, Table, TracesDir string }
 
-// FilesFor returns the output paths in dir: dir/figure2_<tag>.{svg,png,pdf} (Figure base),
-// dir/figure2_<tag>_curves.csv, dir/table1_<tag>.{csv,md,tex} (Table base) and the traces
-// directory dir/traces_<tag>.
+// FilesFor returns the output paths in dir: dir/figure2_<tag>.{svg,png,pdf} (Figure base) with
+// its caption dir/figure2_<tag>.caption.md, the wall-time curves dir/figure2_<tag>_curves.csv,
+// the step curves dir/figure2_<tag>_steps.csv, the per-run results dir/table1_<tag>_seeds.csv,
+// dir/table1_<tag>.{csv,md,tex} (Table base) and the traces directory dir/traces_<tag>.
 func FilesFor(dir, tag string) Files {
 	return Files{
 		Figure:    filepath.Join(dir, "figure2_"+tag),
+		Caption:   filepath.Join(dir, "figure2_"+tag+".caption.md"),
 		Curves:    filepath.Join(dir, "figure2_"+tag+"_curves.csv"),
+		Steps:     filepath.Join(dir, "figure2_"+tag+"_steps.csv"),
+		Seeds:     filepath.Join(dir, "table1_"+tag+"_seeds.csv"),
 		Table:     filepath.Join(dir, "table1_"+tag),
 		TracesDir: filepath.Join(dir, "traces_"+tag),
 	}
 }
 
-// CurvesTable returns the aggregate curves as a long table (method, time_s, accuracy in
-// percent and cross-entropy, mean and std over seeds).
+// CurvesTable returns the wall-time curves (FullCurves: each method up to the end of its
+// shortest run) as a long table (method, time_s, accuracy in percent and cross-entropy, mean
+// and std over seeds); horizon is the shared comparison horizon of Table 1.
 func CurvesTable(curves []Curve, horizon float64, title string) *report.Table {
 	t := report.NewTable("method", "seeds", "time_s", "acc_mean_pct", "acc_std_pct", "ce_mean", "ce_std")
 	t.Comment("data", title)
 	t.Comment("horizon_s", report.Format(horizon))
-	t.Comment("aggregation", "traces interpolated linearly onto a shared wall-time grid over [0, horizon]; mean and population std over seeds")
+	t.Comment("aggregation", "each method's traces interpolated linearly onto a grid over [0, the end of its shortest run]; mean and population std over seeds; horizon_s is the shared comparison horizon of Table 1 (the end of the shortest run of any method)")
 	for _, c := range curves {
 		for i, x := range c.Time {
 			t.Add(string(c.Method), c.Seeds, x, 100*c.AccMean[i], 100*c.AccStd[i], c.CEMean[i], c.CEStd[i])
@@ -49,37 +56,58 @@ func thresholdColumn(thr float64) string {
 	return "time_to_" + strconv.FormatFloat(thr, 'g', -1, 64) + "pct_s"
 }
 
-// SummaryTable returns Table 1: per method, the mean ± std test accuracy (percent) and
-// cross-entropy at the shared horizon (the curves' last grid time), the mean time per step,
-// and the time each threshold (percent) is first reached by the mean accuracy curve (NaN: not
-// reached within the horizon).
-func SummaryTable(curves []Curve, horizon float64, thresholds []float64) *report.Table {
-	cols := []string{"method", "label", "seeds", "acc_mean_pct", "acc_std_pct", "ce_mean", "ce_std", "ms_per_step"}
+// SummaryTable returns Table 1 from the shared-horizon curves (Aggregate) and the step curves,
+// one row per method. Wall time: the mean ± std test accuracy (percent) and cross-entropy at
+// the shared horizon (the curves' last grid time), the mean time per step and the quartiles of
+// the step-time measurements (Curve.StepMs), and the time each threshold (percent) is first
+// reached by the mean accuracy curve (NaN: not reached within the horizon). Steps (no clock):
+// the last evaluation step, the mean ± std accuracy and cross-entropy there, and the first
+// evaluation step at which the mean accuracy reaches each threshold (NaN: never).
+func SummaryTable(curves []Curve, steps []StepCurve, horizon float64, thresholds []float64) (*report.Table, error) {
+	cols := []string{"method", "label", "seeds", "acc_mean_pct", "acc_std_pct", "ce_mean", "ce_std", "ms_per_step",
+		"step_ms_q1", "step_ms_median", "step_ms_q3"}
 	for _, thr := range thresholds {
 		cols = append(cols, thresholdColumn(thr))
+	}
+	cols = append(cols, "final_step", "final_acc_mean_pct", "final_acc_std_pct", "final_ce_mean", "final_ce_std")
+	for _, thr := range thresholds {
+		cols = append(cols, stepsColumn(thr))
 	}
 	t := report.NewTable(cols...)
 	t.Comment("horizon_s", report.Format(horizon))
 	t.Comment("thresholds_pct", strings.Trim(fmt.Sprint(thresholds), "[]"))
-	t.Comment("not_reached", "NaN: the mean accuracy curve stays below the threshold up to the horizon")
+	t.Comment("not_reached", "NaN: the mean accuracy curve stays below the threshold up to the horizon (times) or the last step (steps)")
 	for _, c := range curves {
-		label := c.Method.Label()
+		k := slices.IndexFunc(steps, func(s StepCurve) bool { return s.Method == c.Method })
+		if k < 0 {
+			return nil, fmt.Errorf("headopt: no step curve of method %s", c.Method)
+		}
+		sc := steps[k]
 		last := len(c.Time) - 1
-		row := []any{string(c.Method), label, c.Seeds, 100 * c.AccMean[last], 100 * c.AccStd[last],
-			c.CEMean[last], c.CEStd[last], c.MsPerStep}
+		row := []any{string(c.Method), c.Method.Label(), c.Seeds, 100 * c.AccMean[last], 100 * c.AccStd[last],
+			c.CEMean[last], c.CEStd[last], c.MsPerStep, c.StepMs[0], c.StepMs[1], c.StepMs[2]}
 		for _, thr := range thresholds {
 			row = append(row, TimeToThreshold(c.Time, c.AccMean, thr/100))
 		}
+		end := len(sc.Steps) - 1
+		row = append(row, sc.Steps[end], 100*sc.AccMean[end], 100*sc.AccStd[end], sc.CEMean[end], sc.CEStd[end])
+		for _, thr := range thresholds {
+			row = append(row, stepsOrNaN(sc.Steps, sc.AccMean, thr/100))
+		}
 		t.Add(row...)
 	}
-	return t
+	return t, nil
 }
 
 // summaryRow is one parsed row of the summary table.
 type summaryRow struct {
-	label                          string
-	acc, accStd, ce, ceStd, msStep float64
-	times                          []float64
+	method, label                            string
+	acc, accStd, ce, ceStd, msStep           float64
+	stepMs                                   [3]float64
+	times                                    []float64
+	finalStep                                float64
+	finalAcc, finalAccStd, finalCE, finalStd float64
+	steps                                    []float64
 }
 
 func parseSummary(t *report.Table) (rows []summaryRow, horizon float64, thresholds []float64, err error) {
@@ -98,24 +126,34 @@ func parseSummary(t *report.Table) (rows []summaryRow, horizon float64, threshol
 		}
 		thresholds = append(thresholds, v)
 	}
+	mc, err := t.Column("method")
+	if err != nil {
+		return nil, 0, nil, err
+	}
 	lc, err := t.Column("label")
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	names := []string{"acc_mean_pct", "acc_std_pct", "ce_mean", "ce_std", "ms_per_step"}
+	names := []string{"acc_mean_pct", "acc_std_pct", "ce_mean", "ce_std", "ms_per_step", "step_ms_q1", "step_ms_median",
+		"step_ms_q3", "final_step", "final_acc_mean_pct", "final_acc_std_pct", "final_ce_mean", "final_ce_std"}
 	for _, thr := range thresholds {
-		names = append(names, thresholdColumn(thr))
+		names = append(names, thresholdColumn(thr), stepsColumn(thr))
 	}
-	cols := make([][]float64, len(names))
-	for k, name := range names {
-		if cols[k], err = t.Floats(name); err != nil {
+	cols := map[string][]float64{}
+	for _, name := range names {
+		if cols[name], err = t.Floats(name); err != nil {
 			return nil, 0, nil, err
 		}
 	}
 	for i, r := range t.Rows {
-		row := summaryRow{label: r[lc], acc: cols[0][i], accStd: cols[1][i], ce: cols[2][i], ceStd: cols[3][i], msStep: cols[4][i]}
-		for k := range thresholds {
-			row.times = append(row.times, cols[5+k][i])
+		row := summaryRow{method: r[mc], label: r[lc], acc: cols["acc_mean_pct"][i], accStd: cols["acc_std_pct"][i],
+			ce: cols["ce_mean"][i], ceStd: cols["ce_std"][i], msStep: cols["ms_per_step"][i],
+			stepMs:    [3]float64{cols["step_ms_q1"][i], cols["step_ms_median"][i], cols["step_ms_q3"][i]},
+			finalStep: cols["final_step"][i], finalAcc: cols["final_acc_mean_pct"][i], finalAccStd: cols["final_acc_std_pct"][i],
+			finalCE: cols["final_ce_mean"][i], finalStd: cols["final_ce_std"][i]}
+		for _, thr := range thresholds {
+			row.times = append(row.times, cols[thresholdColumn(thr)][i])
+			row.steps = append(row.steps, cols[stepsColumn(thr)][i])
 		}
 		rows = append(rows, row)
 	}
@@ -140,8 +178,9 @@ func fmtTime(v float64, dash string) string {
 	return fmt.Sprintf("%.3f", v)
 }
 
-// Markdown renders the summary table (SummaryTable, or read back from its CSV) as Markdown,
-// "–" marking thresholds not reached.
+// Markdown renders the summary table (SummaryTable, or read back from its CSV) as Markdown: the
+// paper's Table 1 at the shared wall-time horizon, then the same runs by step. "–" marks
+// thresholds not reached.
 func Markdown(t *report.Table, title string) (string, error) {
 	rows, horizon, thresholds, err := parseSummary(t)
 	if err != nil {
@@ -149,7 +188,8 @@ func Markdown(t *report.Table, title string) (string, error) {
 	}
 	var b strings.Builder
 	seeds, _ := t.Floats("seeds")
-	fmt.Fprintf(&b, "**Table 1 (%s).** %s \"–\" means the threshold was not reached within the shared horizon.\n\n",
+	fmt.Fprintf(&b, "**Table 1 (%s).** %s Time per step: median (interquartile range) of the step times measured "+
+		"between evaluations, over every seed. \"–\" means the threshold was not reached within the shared horizon.\n\n",
 		title, caption(title, horizon, int(maxOf(seeds))))
 	fmt.Fprintf(&b, "| Method | Acc. at %.3g s | CE at %.3g s | ms/step |", horizon, horizon)
 	for _, thr := range thresholds {
@@ -157,17 +197,37 @@ func Markdown(t *report.Table, title string) (string, error) {
 	}
 	b.WriteString("\n|---|---|---|---|" + strings.Repeat("---|", len(thresholds)) + "\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %.2f ± %.2f | %.4f ± %.4f | %.2f |", r.label, r.acc, r.accStd, r.ce, r.ceStd, r.msStep)
+		fmt.Fprintf(&b, "| %s | %.2f ± %.2f | %.4f ± %.4f | %.3g (%.3g–%.3g) |", r.label, r.acc, r.accStd, r.ce, r.ceStd,
+			r.stepMs[1], r.stepMs[0], r.stepMs[2])
 		for _, v := range r.times {
 			fmt.Fprintf(&b, " %s |", fmtTime(v, "–"))
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "\n**By step.** The same runs at their last evaluation step, and the first evaluation step at which "+
+		"the mean accuracy reaches each threshold (\"–\": never). No clock is involved: rerunning a seed on the same "+
+		"backend gives the same numbers.\n\n| Method | Steps | Acc. at the end | CE at the end |")
+	for _, thr := range thresholds {
+		fmt.Fprintf(&b, " Steps to %g%% |", thr)
+	}
+	b.WriteString("\n|---|---|---|---|" + strings.Repeat("---|", len(thresholds)) + "\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %.0f | %.2f ± %.2f | %.4f ± %.4f |", r.label, r.finalStep, r.finalAcc, r.finalAccStd, r.finalCE, r.finalStd)
+		for _, v := range r.steps {
+			if math.IsNaN(v) {
+				b.WriteString(" – |")
+			} else {
+				fmt.Fprintf(&b, " %.0f |", v)
+			}
 		}
 		b.WriteString("\n")
 	}
 	return b.String(), nil
 }
 
-// LaTeX renders the summary table as a booktabs table laid out like the paper's Table 1.
-func LaTeX(t *report.Table, title string) (string, error) {
+// LaTeX renders the wall-time part of the summary table as a booktabs table laid out like the
+// paper's Table 1, labelled tab:headopt_<tag>.
+func LaTeX(t *report.Table, title, tag string) (string, error) {
 	rows, horizon, thresholds, err := parseSummary(t)
 	if err != nil {
 		return "", err
@@ -179,11 +239,7 @@ func LaTeX(t *report.Table, title string) (string, error) {
 	fmt.Fprintf(&b, "\\textbf{Frozen-feature linear-head summary on %s.}\n%s ``--'' means the threshold was not reached within the shared horizon.\n}\n",
 		esc.Replace(title), esc.Replace(strings.TrimPrefix(caption(title, horizon, int(maxOf(seeds))),
 			"Frozen-feature linear-head summary on "+title+". ")))
-	label := "tab:headopt_cars196"
-	if strings.Contains(title, "synthetic") {
-		label = "tab:headopt_synthetic_standin"
-	}
-	fmt.Fprintf(&b, "\\label{%s}\n\\begin{tabular}{l%s}\n\\toprule\nMethod\n", label, strings.Repeat("c", 2+len(thresholds)))
+	fmt.Fprintf(&b, "\\label{tab:headopt_%s}\n\\begin{tabular}{l%s}\n\\toprule\nMethod\n", tag, strings.Repeat("c", 2+len(thresholds)))
 	fmt.Fprintf(&b, "& Acc. at %.3g s\n& CE at %.3g s", horizon, horizon)
 	for _, thr := range thresholds {
 		fmt.Fprintf(&b, "\n& Time to %g\\%%", thr)
@@ -214,7 +270,7 @@ func maxOf(xs []float64) float64 {
 
 // WriteTable writes the summary table as base.csv, base.md and base.tex (each atomically),
 // rendering the Markdown and LaTeX from the CSV as read back, and returns the paths.
-func WriteTable(t *report.Table, base, title string) ([]string, error) {
+func WriteTable(t *report.Table, base, title, tag string) ([]string, error) {
 	if err := t.Write(base + ".csv"); err != nil {
 		return nil, err
 	}
@@ -223,18 +279,16 @@ func WriteTable(t *report.Table, base, title string) ([]string, error) {
 	if err != nil {
 		return paths, err
 	}
-	for _, f := range []struct {
-		ext    string
-		render func(*report.Table, string) (string, error)
-	}{{".md", Markdown}, {".tex", LaTeX}} {
-		s, err := f.render(back, title)
-		if err != nil {
-			return paths, err
-		}
-		if err := atomicfile.Write(base+f.ext, func(w io.Writer) error {
-			_, err := io.WriteString(w, s)
-			return err
-		}); err != nil {
+	md, err := Markdown(back, title)
+	if err != nil {
+		return paths, err
+	}
+	tex, err := LaTeX(back, title, tag)
+	if err != nil {
+		return paths, err
+	}
+	for _, f := range []struct{ ext, text string }{{".md", md}, {".tex", tex}} {
+		if err := writeText(base+f.ext, f.text); err != nil {
 			return paths, err
 		}
 		paths = append(paths, base+f.ext)
@@ -242,106 +296,302 @@ func WriteTable(t *report.Table, base, title string) ([]string, error) {
 	return paths, nil
 }
 
-// Figure draws Figure 2 from the curves table (CurvesTable, read back from its CSV): mean
-// test accuracy against optimisation time per method with ± 1 std bands, written as
-// base.{svg,png,pdf}.
-func Figure(curves *report.Table, base, title string) ([]string, error) {
-	mc, err := curves.Column("method")
+func writeText(path, text string) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
+		_, err := io.WriteString(w, text)
+		return err
+	})
+}
+
+// meanCurves are the curves of a long table (CurvesTable or StepCurvesTable) per method, in
+// the table's order: x (the column named), mean accuracy and mean ± std.
+type meanCurves struct {
+	order []train.Method
+	by    map[train.Method]*meanCurve
+}
+
+type meanCurve struct{ x, mean, lo, hi []float64 }
+
+func readMeanCurves(t *report.Table, xCol string) (*meanCurves, error) {
+	mc, err := t.Column("method")
 	if err != nil {
 		return nil, err
 	}
 	cols := map[string][]float64{}
-	for _, name := range []string{"seeds", "time_s", "acc_mean_pct", "acc_std_pct"} {
-		if cols[name], err = curves.Floats(name); err != nil {
+	for _, name := range []string{xCol, "acc_mean_pct", "acc_std_pct"} {
+		if cols[name], err = t.Floats(name); err != nil {
 			return nil, err
 		}
 	}
-	type series struct{ x, mean, lo, hi []float64 }
-	var order []train.Method
-	byMethod := map[train.Method]*series{}
-	for i, r := range curves.Rows {
+	out := &meanCurves{by: map[train.Method]*meanCurve{}}
+	for i, r := range t.Rows {
 		m := train.Method(r[mc])
-		s := byMethod[m]
-		if s == nil {
-			s = &series{}
-			byMethod[m] = s
-			order = append(order, m)
+		c := out.by[m]
+		if c == nil {
+			c = &meanCurve{}
+			out.by[m] = c
+			out.order = append(out.order, m)
 		}
 		mean, std := cols["acc_mean_pct"][i], cols["acc_std_pct"][i]
-		s.x = append(s.x, cols["time_s"][i])
-		s.mean, s.lo, s.hi = append(s.mean, mean), append(s.lo, mean-std), append(s.hi, mean+std)
+		c.x = append(c.x, cols[xCol][i])
+		c.mean, c.lo, c.hi = append(c.mean, mean), append(c.lo, mean-std), append(c.hi, mean+std)
 	}
-	if len(order) == 0 {
+	if len(out.order) == 0 {
 		return nil, fmt.Errorf("headopt: the curves table has no rows")
 	}
-	p := plot.New(fmt.Sprintf("Head optimisation: %s (%g seeds)", title, maxOf(cols["seeds"])),
-		"optimisation wall time (s)", "test accuracy (%)")
+	return out, nil
+}
+
+// panel draws the mean curves with their ± 1 std bands, and the thresholds (percent) as
+// reference lines.
+func (mc *meanCurves) panel(title, xLabel string, thresholds []float64) (*plot.Plot, error) {
+	p := plot.New(title, xLabel, "test accuracy (%)")
 	p.Legend.Top, p.Legend.Left = false, false
-	lo := math.Inf(1)
-	for _, m := range order {
+	for _, m := range mc.order {
 		st, ok := plot.MethodStyle(m)
 		if !ok {
 			return nil, fmt.Errorf("headopt: no plot style for method %q", m)
 		}
-		s := byMethod[m]
-		if err := plot.AddBand(p, "", st.Color, s.x, s.lo, s.hi); err != nil {
+		c := mc.by[m]
+		if err := plot.AddBand(p, "", st.Color, c.x, c.lo, c.hi); err != nil {
 			return nil, err
 		}
-		st.Glyph = nil // the grid is dense: a line per method, no markers
-		if err := plot.AddSeries(p, m.Label(), st, s.x, s.mean); err != nil {
+		st.Glyph = nil // the curves are dense: a line per method, no markers
+		if err := plot.AddSeries(p, m.Label(), st, c.x, c.mean); err != nil {
 			return nil, err
 		}
-		// Zoom on the late part of the race, as the paper's figure does: the lower limit is the
-		// lowest mean accuracy any method has at a tenth of the horizon.
-		lo = math.Min(lo, s.mean[len(s.mean)/10])
 	}
-	p.Y.Min = math.Max(0, lo)
-	return plot.Save(p, 1.5*plot.PanelWidth, 1.2*plot.PanelHeight, base)
+	for _, thr := range thresholds {
+		plot.AddHLine(p, thr)
+	}
+	return p, nil
 }
 
-// WriteAll aggregates the runs onto a grid of gridPoints times over the shared horizon and
-// writes the curves CSV, Figure 2 and Table 1 (Files) for data d, the given thresholds
-// (percent) and provenance; the figure and tables are drawn from the CSV files as read back.
-// It returns the paths written.
-func WriteAll(runs []Run, methods []train.Method, d *Data, files Files, thresholds []float64, gridPoints int,
-	provenance func(*report.Table)) ([]string, error) {
-	curves, horizon, err := Aggregate(runs, methods, gridPoints)
+// yFloor is the lower accuracy limit of Figure 2: the lowest mean accuracy any method has a
+// tenth of the way through its run, so the figure zooms on the race as the paper's does.
+func (mc *meanCurves) yFloor() float64 {
+	lo := math.Inf(1)
+	for _, c := range mc.by {
+		lo = math.Min(lo, c.mean[len(c.mean)/10])
+	}
+	return math.Max(0, lo)
+}
+
+// Figure draws Figure 2 from the wall-time curves (CurvesTable) and the step curves
+// (StepCurvesTable), both read back from their CSV files, and writes it as base.{svg,png,pdf}:
+// (a) mean test accuracy against optimisation time, each method's whole run, with ± 1 std
+// bands and the shared horizon of Table 1 as a vertical line; (b) the same runs against steps.
+// Both panels draw the thresholds (percent) and share the accuracy axis.
+func Figure(curves, steps *report.Table, thresholds []float64, base, title string) ([]string, error) {
+	h, ok := curves.Lookup("horizon_s")
+	if !ok {
+		return nil, fmt.Errorf("headopt: the curves table has no horizon_s comment")
+	}
+	horizon, err := strconv.ParseFloat(h, 64)
+	if err != nil {
+		return nil, fmt.Errorf("headopt: curves horizon %q: %w", h, err)
+	}
+	byTime, err := readMeanCurves(curves, "time_s")
 	if err != nil {
 		return nil, err
 	}
-	ct := CurvesTable(curves, horizon, d.Title())
-	ct.Comment("source", d.Source)
-	provenance(ct)
-	if err := ct.Write(files.Curves); err != nil {
+	byStep, err := readMeanCurves(steps, "step")
+	if err != nil {
 		return nil, err
 	}
-	paths := []string{files.Curves}
-	back, err := report.Read(files.Curves)
+	seeds, err := curves.Floats("seeds")
+	if err != nil {
+		return nil, err
+	}
+	a, err := byTime.panel(fmt.Sprintf("(a) %s, %g seeds", title, maxOf(seeds)), "optimisation wall time (s)", thresholds)
+	if err != nil {
+		return nil, err
+	}
+	plot.AddVLine(a, horizon)
+	b, err := byStep.panel("(b) the same runs by step", "optimisation step", thresholds)
+	if err != nil {
+		return nil, err
+	}
+	lo := math.Min(byTime.yFloor(), byStep.yFloor())
+	for _, p := range []*plot.Plot{a, b} {
+		p.Y.Min = lo
+		p.Y.Tick.Marker = plot.NiceTicks{}
+	}
+	a.Y.Max = math.Max(a.Y.Max, b.Y.Max)
+	b.Y.Max = a.Y.Max
+	return plot.SaveRow([]*plot.Plot{a, b}, 1.5*plot.PanelWidth, 1.2*plot.PanelHeight, base)
+}
+
+// Caption returns Figure 2's caption from the summary table (SummaryTable with its provenance,
+// read back from its CSV): what the panels show, where and how it was measured, and what this
+// run's numbers say, by step and by wall time. Every statement about the outcome is computed
+// from the table, so the caption stays true when the figure is regenerated.
+func Caption(t *report.Table, title string) (string, error) {
+	rows, horizon, thresholds, err := parseSummary(t)
+	if err != nil {
+		return "", err
+	}
+	if len(rows) == 0 {
+		return "", fmt.Errorf("headopt: the summary table has no rows")
+	}
+	get := func(key string) string {
+		if v, ok := t.Lookup(key); ok {
+			return v
+		}
+		return "(not recorded)"
+	}
+	seeds, _ := t.Floats("seeds")
+	var b strings.Builder
+	fmt.Fprintf(&b, "**Figure 2: frozen-feature head optimisation on %s** (regenerated by `fgn headopt`).\n\n", title)
+	fmt.Fprintf(&b, "(a) Mean test accuracy over %g seeds (± 1 std shaded) against synchronised optimisation time, each "+
+		"method to the end of its shortest run; the vertical line is the shared horizon of Table 1 (%.3g s, the end of the "+
+		"shortest run of any method)", maxOf(seeds), horizon)
+	if len(thresholds) > 0 {
+		fmt.Fprintf(&b, ", the horizontal lines the thresholds (%s %%)", strings.Trim(fmt.Sprint(thresholds), "[]"))
+	}
+	b.WriteString(". (b) The same runs against optimisation steps.\n")
+	fmt.Fprintf(&b, "Measured on %s, backend %s (%s), %s, profile %s; the host's load before and after each run is in its trace.\n\n",
+		get("device"), get("backend"), get("build"), get("date"), get("profile"))
+
+	byStep := slices.Clone(rows)
+	slices.SortStableFunc(byStep, func(x, y summaryRow) int { return cmp.Compare(y.finalAcc, x.finalAcc) })
+	byTime := slices.Clone(rows)
+	slices.SortStableFunc(byTime, func(x, y summaryRow) int { return cmp.Compare(y.acc, x.acc) })
+	var parts []string
+	sameSteps := !slices.ContainsFunc(rows, func(r summaryRow) bool { return r.finalStep != rows[0].finalStep })
+	for _, r := range byStep {
+		if sameSteps {
+			parts = append(parts, fmt.Sprintf("%s %.2f %%", r.label, r.finalAcc))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s %.2f %% (step %.0f)", r.label, r.finalAcc, r.finalStep))
+		}
+	}
+	end := "at the end of their runs"
+	if sameSteps {
+		end = fmt.Sprintf("after %.0f steps", rows[0].finalStep)
+	}
+	fmt.Fprintf(&b, "By step (the same on any machine): %s the mean test accuracy is %s.", end, strings.Join(parts, ", "))
+	for k, thr := range thresholds {
+		b.WriteString(" " + firstTo(rows, thr, func(r summaryRow) float64 { return r.steps[k] }, "at step %.0f", "by the last step"))
+	}
+	parts = parts[:0]
+	for _, r := range byTime {
+		parts = append(parts, fmt.Sprintf("%s %.2f %%", r.label, r.acc))
+	}
+	fmt.Fprintf(&b, "\n\nBy wall time (this machine): at the %.3g s horizon the mean test accuracy is %s.", horizon, strings.Join(parts, ", "))
+	parts = parts[:0]
+	for _, r := range rows {
+		parts = append(parts, fmt.Sprintf("%s %.3g ms", r.label, r.stepMs[1]))
+	}
+	fmt.Fprintf(&b, " Median step times: %s.", strings.Join(parts, ", "))
+	for k, thr := range thresholds {
+		b.WriteString(" " + firstTo(rows, thr, func(r summaryRow) float64 { return r.times[k] }, "after %.3g s", "within the horizon"))
+	}
+	if s, w := byStep[0], byTime[0]; s.method != w.method {
+		fmt.Fprintf(&b, " %s leads %s but %s leads at the horizon: on this machine a step of %s takes %.2g× as long as one of %s (medians).",
+			s.label, end, w.label, s.label, s.stepMs[1]/w.stepMs[1], w.label)
+	}
+	b.WriteString("\n")
+	return b.String(), nil
+}
+
+// firstTo says which methods reach threshold thr (percent) and when, by the value at (NaN: not
+// reached, which "never" qualifies).
+func firstTo(rows []summaryRow, thr float64, at func(summaryRow) float64, when, never string) string {
+	var reached []summaryRow
+	var missed []string
+	for _, r := range rows {
+		if math.IsNaN(at(r)) {
+			missed = append(missed, r.label)
+		} else {
+			reached = append(reached, r)
+		}
+	}
+	if len(reached) == 0 {
+		return fmt.Sprintf("No method reaches %g %% %s.", thr, never)
+	}
+	slices.SortStableFunc(reached, func(x, y summaryRow) int { return cmp.Compare(at(x), at(y)) })
+	var parts []string
+	for _, r := range reached {
+		parts = append(parts, fmt.Sprintf("%s "+when, r.label, at(r)))
+	}
+	s := fmt.Sprintf("%g %% is reached by %s", thr, strings.Join(parts, ", then "))
+	if len(missed) > 0 {
+		s += fmt.Sprintf("; not by %s %s", strings.Join(missed, " or "), never)
+	}
+	return s + "."
+}
+
+// WriteAll aggregates the runs and writes, for data d, the given thresholds (percent) and
+// provenance: the wall-time curves (FullCurves on gridPoints times per method), the step
+// curves, the per-run results (SeedsTable), Table 1 (SummaryTable at the shared horizon, on
+// gridPoints times), Figure 2 and its caption (Files). The figure, tables and caption are
+// drawn from the CSV files as read back. It returns the paths written.
+func WriteAll(runs []Run, methods []train.Method, d *Data, files Files, thresholds []float64, gridPoints int,
+	provenance func(*report.Table)) ([]string, error) {
+	shared, horizon, err := Aggregate(runs, methods, gridPoints)
+	if err != nil {
+		return nil, err
+	}
+	full, err := FullCurves(runs, methods, gridPoints)
+	if err != nil {
+		return nil, err
+	}
+	steps, err := StepCurves(runs, methods)
+	if err != nil {
+		return nil, err
+	}
+	summary, err := SummaryTable(shared, steps, horizon, thresholds)
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, f := range []struct {
+		t    *report.Table
+		path string
+	}{
+		{CurvesTable(full, horizon, d.Title()), files.Curves},
+		{StepCurvesTable(steps, d.Title()), files.Steps},
+		{SeedsTable(runs, thresholds, d.Title()), files.Seeds},
+	} {
+		f.t.Comment("source", d.Source)
+		provenance(f.t)
+		if err := f.t.Write(f.path); err != nil {
+			return paths, err
+		}
+		paths = append(paths, f.path)
+	}
+	curvesBack, err := report.Read(files.Curves)
 	if err != nil {
 		return paths, err
 	}
-	figs, err := Figure(back, files.Figure, d.Title())
+	stepsBack, err := report.Read(files.Steps)
+	if err != nil {
+		return paths, err
+	}
+	figs, err := Figure(curvesBack, stepsBack, thresholds, files.Figure, d.Title())
 	paths = append(paths, figs...)
 	if err != nil {
 		return paths, err
 	}
-	st := SummaryTable(curves, horizon, thresholds)
-	st.Comment("data", d.Title())
-	st.Comment("source", d.Source)
-	if len(thresholds) > 0 {
-		top := thresholds[len(thresholds)-1]
-		var fgnT, sgnT float64 = math.NaN(), math.NaN()
-		for _, c := range curves {
-			switch c.Method {
-			case train.FGN:
-				fgnT = TimeToThreshold(c.Time, c.AccMean, top/100)
-			case train.SGN:
-				sgnT = TimeToThreshold(c.Time, c.AccMean, top/100)
-			}
-		}
-		st.Comment(fmt.Sprintf("fgn_over_sgn_time_to_%gpct", top), report.Format(fgnT/sgnT))
+	summary.Comment("data", d.Title())
+	summary.Comment("source", d.Source)
+	provenance(summary)
+	tabs, err := WriteTable(summary, files.Table, d.Title(), d.Tag())
+	paths = append(paths, tabs...)
+	if err != nil {
+		return paths, err
 	}
-	provenance(st)
-	tabs, err := WriteTable(st, files.Table, d.Title())
-	return append(paths, tabs...), err
+	back, err := report.Read(files.Table + ".csv")
+	if err != nil {
+		return paths, err
+	}
+	text, err := Caption(back, d.Title())
+	if err != nil {
+		return paths, err
+	}
+	if err := writeText(files.Caption, text); err != nil {
+		return paths, err
+	}
+	return append(paths, files.Caption), nil
 }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 
 	"github.com/fgn-paper/fgn/experiments/train"
+	"github.com/fgn-paper/fgn/features"
 )
 
 // Profile is a sweep's protocol and, for the synthetic stand-in, its data shape.
@@ -38,9 +39,6 @@ type Profile struct {
 // Cars196Thresholds are the paper's time-to-threshold accuracies (percent, Table 1).
 var Cars196Thresholds = []float64{42, 43, 44}
 
-// Cars196Classes is the number of classes of Cars196.
-const Cars196Classes = 196
-
 var paperMethods = []train.Method{train.Adam, train.SGN, train.FGN}
 
 // Profiles are the sweep configurations:
@@ -53,7 +51,7 @@ var paperMethods = []train.Method{train.Adam, train.SGN, train.FGN}
 //   - smoke: tiny shapes and 2 seeds, well under a minute (CI and tests).
 var Profiles = map[string]Profile{
 	"full": {Name: "full", BatchSize: 128, Epochs: 150, Seeds: 10, EvalEvery: 100,
-		SynthTrain: 8144, SynthTest: 8041, SynthDim: 2048, SynthClasses: Cars196Classes, SynthSeparation: 0.115,
+		SynthTrain: 8144, SynthTest: 8041, SynthDim: 2048, SynthClasses: features.Cars196Classes, SynthSeparation: 0.115,
 		SynthThresholds: []float64{42, 43, 44}},
 	"quick": {Name: "quick", BatchSize: 128, Epochs: 20, Seeds: 3, EvalEvery: 16,
 		SynthTrain: 4032, SynthTest: 4032, SynthDim: 1024, SynthClasses: 96, SynthSeparation: 0.125,

@@ -2,6 +2,7 @@ package headopt
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -123,8 +124,18 @@ func TestSweepResumes(t *testing.T) {
 			t.Errorf("output %s made from the stand-in does not say synthetic in its name", path)
 		}
 	}
-	if len(paths) != 7 {
-		t.Errorf("wrote %d files, want 7 (curves, 3 figure formats, 3 table formats): %v", len(paths), paths)
+	if len(paths) != 10 {
+		t.Errorf("wrote %d files, want 10 (time and step curves, per-seed results, 3 figure formats, 3 table formats, caption): %v", len(paths), paths)
+	}
+	// The step curves of the first sweep and of the one that redid sgn seed 2 are bit-identical.
+	firstOut := FilesFor(t.TempDir(), d.Tag())
+	if _, err := WriteAll(first, p.Methods, d, firstOut, p.SynthThresholds, 101, func(*report.Table) {}); err != nil {
+		t.Fatal(err)
+	}
+	a, errA := report.Read(firstOut.Steps)
+	b, errB := report.Read(files.Steps)
+	if errA != nil || errB != nil || !slices.EqualFunc(a.Rows, b.Rows, slices.Equal) {
+		t.Errorf("step curves differ after a seed was rerun (errors %v, %v)", errA, errB)
 	}
 	md, err := os.ReadFile(files.Table + ".md")
 	if err != nil || !strings.Contains(string(md), "synthetic stand-in, NOT Cars196") {
@@ -189,6 +200,65 @@ func TestSelectionFeedsTheRun(t *testing.T) {
 	}
 }
 
+// writeCache writes a feature cache with its manifest (splits of n examples, d features, labels
+// cycling over classes, the manifest recording classes) into dir.
+func writeCache(t *testing.T, dir string, train, test, d, classes int) {
+	t.Helper()
+	m := &features.Manifest{Source: "test cache", Weights: features.ManifestWeights{Name: "test weights"},
+		Splits: map[string]features.Split{}}
+	for split, n := range map[string]int{"train": train, "test": test} {
+		s := &features.Set{X: make([]float32, n*d), Y: make([]int32, n), N: n, D: d}
+		for i := range s.Y {
+			s.Y[i] = int32(i % classes)
+			s.X[i*d] = float32(s.Y[i])
+		}
+		x, y := features.CachePaths(dir, split)
+		if err := s.Save(x, y); err != nil {
+			t.Fatal(err)
+		}
+		m.Splits[split] = features.Split{Examples: n, Features: d, Classes: classes}
+	}
+	if err := features.WriteManifest(dir, m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLoadCacheNames checks that a cache is named from its manifest: only the canonical Cars196
+// split is "cars196"; any other cache says what it is, with the manifest's class count.
+func TestLoadCacheNames(t *testing.T) {
+	root := t.TempDir()
+	toy, cars := filepath.Join(root, "toy cache"), filepath.Join(root, "cars")
+	writeCache(t, toy, 40, 20, 3, 5)
+	writeCache(t, cars, features.Cars196Train, features.Cars196Test, 1, features.Cars196Classes)
+	for _, tc := range []struct {
+		dir, tag, title string
+		classes         int
+		cars196         bool
+		thresholds      []float64
+	}{
+		{toy, "features_toy_cache", "feature cache toy_cache (C = 5, not Cars196)", 5, false, nil},
+		{cars, "cars196", "Cars196", 196, true, Cars196Thresholds},
+	} {
+		d, err := LoadCache(tc.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Tag() != tc.tag || d.Title() != tc.title || d.Classes != tc.classes || d.Cars196 != tc.cars196 {
+			t.Errorf("LoadCache(%s): tag %q, title %q, %d classes, Cars196 %v; want %q, %q, %d, %v",
+				tc.dir, d.Tag(), d.Title(), d.Classes, d.Cars196, tc.tag, tc.title, tc.classes, tc.cars196)
+		}
+		if !tc.cars196 && !strings.Contains(d.Source, "not the canonical Cars196 split: train has 40 examples of 5 classes") {
+			t.Errorf("LoadCache(%s): source %q does not say why it is not Cars196", tc.dir, d.Source)
+		}
+		if tag, title, err := CacheNames(tc.dir); err != nil || tag != tc.tag || title != tc.title {
+			t.Errorf("CacheNames(%s) = %q, %q, %v; want LoadCache's", tc.dir, tag, title, err)
+		}
+		if th := Thresholds(Profiles["quick"], d); !slices.Equal(th, tc.thresholds) {
+			t.Errorf("%s: default thresholds %v, want %v", tc.dir, th, tc.thresholds)
+		}
+	}
+}
+
 func TestLoadCacheErrors(t *testing.T) {
 	mk := func(dir, split string, s *features.Set) {
 		t.Helper()
@@ -202,24 +272,47 @@ func TestLoadCacheErrors(t *testing.T) {
 		s.Y[n-1] = label
 		return s
 	}
+	manifest := func(dir string, train, test features.Split) {
+		t.Helper()
+		data, err := json.Marshal(features.Manifest{Splits: map[string]features.Split{"train": train, "test": test}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, features.ManifestName), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	root := t.TempDir()
 	dims := filepath.Join(root, "dims")
 	mk(dims, "train", set(4, 3, 1))
 	mk(dims, "test", set(4, 5, 1))
+	manifest(dims, features.Split{Examples: 4, Classes: 3}, features.Split{Examples: 4, Classes: 3})
 	labels := filepath.Join(root, "labels")
-	mk(labels, "train", set(4, 3, 196))
+	mk(labels, "train", set(4, 3, 5))
 	mk(labels, "test", set(4, 3, 1))
-	noTest := filepath.Join(root, "notest")
-	mk(noTest, "train", set(4, 3, 1))
+	manifest(labels, features.Split{Examples: 4, Classes: 5}, features.Split{Examples: 4, Classes: 5})
+	noManifest := filepath.Join(root, "nomanifest")
+	mk(noManifest, "train", set(4, 3, 1))
+	mk(noManifest, "test", set(4, 3, 1))
+	count := filepath.Join(root, "count")
+	mk(count, "train", set(4, 3, 1))
+	mk(count, "test", set(4, 3, 1))
+	manifest(count, features.Split{Examples: 5, Classes: 3}, features.Split{Examples: 4, Classes: 3})
+	classes := filepath.Join(root, "classes")
+	mk(classes, "train", set(4, 3, 1))
+	mk(classes, "test", set(4, 3, 1))
+	manifest(classes, features.Split{Examples: 4, Classes: 3}, features.Split{Examples: 4, Classes: 4})
 	for _, tc := range []struct {
 		dir, want string
 	}{
 		{filepath.Join(root, "missing"), "no such file or directory"},
 		{dims, "training features have dimension 3, test features 5"},
-		{labels, "label 196 of example 3 is outside [0, 196)"},
-		{noTest, "test_features.npy"},
+		{labels, "label 5 of example 3 is outside [0, 5)"},
+		{noManifest, "has no readable manifest"},
+		{count, "the train split has 4 examples, its manifest says 5"},
+		{classes, "the training split 3 classes and the test split 4"},
 	} {
-		if _, err := LoadCache(tc.dir, Cars196Classes); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := LoadCache(tc.dir); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("LoadCache(%s): error %v, want one containing %q", tc.dir, err, tc.want)
 		}
 	}

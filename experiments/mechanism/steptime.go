@@ -268,7 +268,7 @@ func StepTime(backend compute.Backend, c StepTimeConfig, progress io.Writer) (su
 				return nil, nil, fmt.Errorf("mechanism: C=%d %s: %w", numClasses, m, err)
 			}
 			warmup, steps := c.stepsAt(numClasses)
-			q := quantiles(times, 0, 0.25, 0.5, 0.75, 1)
+			q := report.Quantiles(times, 0, 0.25, 0.5, 0.75, 1)
 			t.Add(numClasses, string(m), warmup, steps, q[2], q[1], q[3], q[0], q[4], loss)
 			for k, ms := range times {
 				samples.Add(numClasses, string(m), k+1, ms)
@@ -319,21 +319,6 @@ func timeMethod(backend compute.Backend, c StepTimeConfig, m train.Method, numCl
 		_ = bar.Add(1)
 	}
 	return times, loss, nil
-}
-
-// quantiles returns the requested quantiles of xs by linear interpolation between order
-// statistics (numpy's default).
-func quantiles(xs []float64, ps ...float64) []float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	out := make([]float64, len(ps))
-	for i, p := range ps {
-		pos := p * float64(len(s)-1)
-		lo := int(math.Floor(pos))
-		hi := min(lo+1, len(s)-1)
-		out[i] = s[lo] + (pos-float64(lo))*(s[hi]-s[lo])
-	}
-	return out
 }
 
 func finalizeAll(ts []*tensors.Tensor) {

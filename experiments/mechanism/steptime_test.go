@@ -12,15 +12,6 @@ import (
 	"github.com/fgn-paper/fgn/experiments/train"
 )
 
-func TestQuantiles(t *testing.T) {
-	got := quantiles([]float64{4, 1, 3, 2, 5}, 0, 0.25, 0.5, 0.75, 1)
-	want := []float64{1, 2, 3, 4, 5}
-	for i := range want {
-		check(t, "quantile", math.Abs(got[i]-want[i]), 0)
-	}
-	check(t, "median of two", math.Abs(quantiles([]float64{1, 2}, 0.5)[0]-1.5), 0)
-}
-
 // tinyStepTime is the smoke profile shrunk to test size.
 func tinyStepTime(t *testing.T) StepTimeConfig {
 	c, err := StepTimeProfile("smoke")
@@ -99,7 +90,7 @@ func TestStepTime(t *testing.T) {
 				sm++
 			}
 		}
-		if got := quantiles(ms, 0.5)[0]; len(ms) != c.Steps || got != med[i] {
+		if got := report.Quantiles(ms, 0.5)[0]; len(ms) != c.Steps || got != med[i] {
 			t.Errorf("row %d: %d samples with median %g, want %d with median %g", i, len(ms), got, c.Steps, med[i])
 		}
 	}

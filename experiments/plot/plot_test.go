@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -151,3 +152,29 @@ func TestErrors(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+func TestNiceTicks(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi float64
+		labels []string
+	}{
+		{3.2, 38.5, []string{"10", "20", "30"}},
+		{0, 1, []string{"0", "0.5", "1"}},
+		{30, 41, []string{"30", "35", "40"}},
+		{0.31, 0.36, []string{"0.32", "0.34", "0.36"}},
+		{-3, 3, []string{"-2", "0", "2"}},
+	} {
+		var labels []string
+		for _, tick := range (NiceTicks{}).Ticks(tc.lo, tc.hi) {
+			if tick.Value < tc.lo || tick.Value > tc.hi {
+				t.Errorf("[%g, %g]: tick %g outside the range", tc.lo, tc.hi, tick.Value)
+			}
+			if tick.Label != "" {
+				labels = append(labels, tick.Label)
+			}
+		}
+		if !slices.Equal(labels, tc.labels) {
+			t.Errorf("[%g, %g]: labels %q, want %q", tc.lo, tc.hi, labels, tc.labels)
+		}
+	}
+}

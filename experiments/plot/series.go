@@ -7,6 +7,7 @@ import (
 
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/fgn-paper/fgn/experiments/train"
@@ -108,3 +109,40 @@ func points(xs, ys []float64) (plotter.XYs, error) {
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// referenceLine is the style of reference lines (thresholds, horizons): thin, grey, dashed.
+var referenceLine = draw.LineStyle{Color: grey, Width: AxisWidth, Dashes: []vg.Length{vg.Points(3), vg.Points(2)}}
+
+// AddHLine draws a horizontal reference line at y (a threshold) across the data area; the y
+// axis is widened to include it.
+func AddHLine(p *Plot, y float64) { p.Add(refLine{at: y, horizontal: true}) }
+
+// AddVLine draws a vertical reference line at x (a horizon) across the data area; the x axis
+// is widened to include it.
+func AddVLine(p *Plot, x float64) { p.Add(refLine{at: x}) }
+
+// refLine is a reference line spanning the data area.
+type refLine struct {
+	at         float64
+	horizontal bool
+}
+
+func (l refLine) Plot(c draw.Canvas, p *gplot.Plot) {
+	trX, trY := p.Transforms(&c)
+	if l.horizontal {
+		y := trY(l.at)
+		c.StrokeLine2(referenceLine, c.Min.X, y, c.Max.X, y)
+		return
+	}
+	x := trX(l.at)
+	c.StrokeLine2(referenceLine, x, c.Min.Y, x, c.Max.Y)
+}
+
+// DataRange covers only the line's coordinate, leaving the other axis to the data.
+func (l refLine) DataRange() (xmin, xmax, ymin, ymax float64) {
+	xmin, xmax, ymin, ymax = math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	if l.horizontal {
+		return xmin, xmax, l.at, l.at
+	}
+	return l.at, l.at, ymin, ymax
+}

@@ -10,6 +10,9 @@ package plot
 import (
 	"fmt"
 	"image/color"
+	"math"
+	"strconv"
+	"strings"
 
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -145,6 +148,42 @@ func (powersOfTwo) Ticks(lo, hi float64) []gplot.Tick {
 		t := gplot.Tick{Value: v}
 		if i%step == 0 {
 			t.Label = fmt.Sprintf("%g", v)
+		}
+		ticks = append(ticks, t)
+	}
+	return ticks
+}
+
+// NiceTicks ticks a linear axis at multiples of 1, 2 or 5 × 10^k, the largest step giving at
+// least three labelled ticks, with an unlabelled tick halfway between labelled ones.
+type NiceTicks struct{}
+
+func (NiceTicks) Ticks(lo, hi float64) []gplot.Tick {
+	if !(hi > lo) {
+		return []gplot.Tick{{Value: lo, Label: strconv.FormatFloat(lo, 'g', 4, 64)}}
+	}
+	var step float64
+	for e := math.Floor(math.Log10(hi - lo)); step == 0; e-- {
+		for _, m := range []float64{5, 2, 1} {
+			if s := m * math.Pow(10, e); math.Floor(hi/s)-math.Ceil(lo/s)+1 >= 3 {
+				step = s
+				break
+			}
+		}
+	}
+	decimals := 0 // the fewest that write every multiple of step exactly
+	for x := step; decimals < 10 && math.Abs(x-math.Round(x)) > 1e-9*x; x *= 10 {
+		decimals++
+	}
+	var ticks []gplot.Tick
+	for k := math.Ceil(lo / step * 2); k <= math.Floor(hi/step*2); k++ {
+		v := k * step / 2
+		t := gplot.Tick{Value: v}
+		if int(k)%2 == 0 {
+			t.Label = strconv.FormatFloat(v, 'f', decimals, 64)
+			if decimals > 0 {
+				t.Label = strings.TrimRight(strings.TrimRight(t.Label, "0"), ".")
+			}
 		}
 		ticks = append(ticks, t)
 	}

@@ -36,3 +36,23 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("missing column error = %v", err)
 	}
 }
+
+func TestQuantiles(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		xs   []float64
+		ps   []float64
+		want []float64
+	}{
+		{"five values", []float64{4, 1, 3, 2, 5}, []float64{0, 0.25, 0.5, 0.75, 1}, []float64{1, 2, 3, 4, 5}},
+		{"median of two", []float64{1, 2}, []float64{0.5}, []float64{1.5}},
+		{"quartiles of four", []float64{1, 2, 3, 4}, []float64{0.25, 0.75}, []float64{1.75, 3.25}},
+	} {
+		got := Quantiles(tc.xs, tc.ps...)
+		for i := range tc.want {
+			if e := math.Abs(got[i] - tc.want[i]); e > 0 {
+				t.Errorf("%s: quantile %g = %g, want %g: error %g (tolerance 0)", tc.name, tc.ps[i], got[i], tc.want[i], e)
+			}
+		}
+	}
+}

@@ -226,13 +226,17 @@ func Targets(cfg Config) ([]Target, error) {
 	tag, title := "synthetic_standin", "Figure 2 and Table 1 (synthetic stand-in, NOT Cars196)"
 	inputs := map[string]string{"data": "synthetic Gaussian mixture of the settings (headopt.Synthetic)"}
 	if cars {
-		tag, title = "cars196", "Figure 2 and Table 1 (Cars196 features)"
+		var name string
+		if tag, name, err = headopt.CacheNames(cfg.Features); err != nil {
+			return nil, err
+		}
+		title = "Figure 2 and Table 1 (" + name + ")"
 		if inputs, err = cacheFingerprint(cfg.Features); err != nil {
 			return nil, err
 		}
 	}
 	files := headopt.FilesFor("", tag)
-	fig2 := Target{Name: "headopt_" + tag, Title: title, Outputs: []string{files.Curves},
+	fig2 := Target{Name: "headopt_" + tag, Title: title, Outputs: []string{files.Curves, files.Steps, files.Seeds, files.Caption},
 		Settings: map[string]any{"profile": p.Headopt, "hyper_parameters": headopt.PaperHypers,
 			"grid_points": headopt.DefaultGridPoints},
 		Inputs: inputs,
@@ -240,7 +244,7 @@ func Targets(cfg Config) ([]Target, error) {
 			var d *headopt.Data
 			var err error
 			if cars {
-				d, err = headopt.LoadCache(cfg.Features, headopt.Cars196Classes)
+				d, err = headopt.LoadCache(cfg.Features)
 			} else {
 				d, err = headopt.Synthetic(p.Headopt)
 			}

@@ -22,13 +22,15 @@ import (
 	"strings"
 
 	"github.com/fgn-paper/fgn/data/fetch/matfile"
+	"github.com/fgn-paper/fgn/features"
 )
 
-// The canonical split sizes and class count.
+// The canonical split sizes and class count (those a feature cache's manifest is checked
+// against, features.Manifest.Cars196).
 const (
-	TrainCount = 8144
-	TestCount  = 8041
-	Classes    = 196
+	TrainCount = features.Cars196Train
+	TestCount  = features.Cars196Test
+	Classes    = features.Cars196Classes
 )
 
 // Relative paths of the annotation files and image directories under the dataset root.

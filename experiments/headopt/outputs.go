@@ -368,13 +368,15 @@ func (mc *meanCurves) panel(title, xLabel string, thresholds []float64) (*plot.P
 }
 
 // yFloor is the lower accuracy limit of Figure 2: the lowest mean accuracy any method has a
-// tenth of the way through its run, so the figure zooms on the race as the paper's does.
+// tenth of the way through its run, so the figure zooms on the race as the paper's does, less 5 %
+// of the range above it, so that no curve runs along the axis.
 func (mc *meanCurves) yFloor() float64 {
-	lo := math.Inf(1)
+	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, c := range mc.by {
 		lo = math.Min(lo, c.mean[len(c.mean)/10])
+		hi = math.Max(hi, slices.Max(c.mean))
 	}
-	return math.Max(0, lo)
+	return math.Max(0, lo-0.05*(hi-lo))
 }
 
 // Figure draws Figure 2 from the wall-time curves (CurvesTable) and the step curves

@@ -1,6 +1,7 @@
 package plot
 
 import (
+	"bytes"
 	"fmt"
 	"image/color"
 	"io"
@@ -61,6 +62,25 @@ func SaveRow(panels []*Plot, panelWidth, height vg.Length, base string) ([]strin
 		paths = append(paths, path)
 	}
 	return paths, nil
+}
+
+// PNG draws the panels in one row as SaveRow does and returns the PNG image (for notebooks).
+func PNG(panels []*Plot, panelWidth, height vg.Length) ([]byte, error) {
+	if len(panels) == 0 {
+		return nil, fmt.Errorf("plot: no panels to draw")
+	}
+	c, err := newCanvas("png", panelWidth*vg.Length(len(panels)), height)
+	if err != nil {
+		return nil, err
+	}
+	if err := drawRow(panels, c); err != nil {
+		return nil, fmt.Errorf("plot: drawing: %w", err)
+	}
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("plot: encoding PNG: %w", err)
+	}
+	return buf.Bytes(), nil
 }
 
 func newCanvas(format string, w, h vg.Length) (vg.CanvasWriterTo, error) {

@@ -125,8 +125,14 @@ func New(title, xLabel, yLabel string) *Plot {
 func LogLog2(p *Plot) {
 	p.X.Scale = gplot.LogScale{}
 	p.X.Tick.Marker = powersOfTwo{}
-	p.Y.Scale = gplot.LogScale{}
-	p.Y.Tick.Marker = gplot.LogTicks{Prec: -1}
+	LogAxis(&p.Y)
+}
+
+// LogAxis sets an axis (&p.X or &p.Y) to a log scale with decade ticks labelled as plain
+// numbers (10, 100, 0.01).
+func LogAxis(ax *gplot.Axis) {
+	ax.Scale = gplot.LogScale{}
+	ax.Tick.Marker = gplot.LogTicks{Prec: -1}
 }
 
 // powersOfTwo ticks a log axis at 2^k, labelling every other power when there are many.

@@ -3,7 +3,6 @@ package nb
 import (
 	"bytes"
 	"fmt"
-	"image/color"
 	"math"
 
 	"github.com/janpfeifer/gonb/gonbui"
@@ -14,6 +13,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	fplot "github.com/fgn-paper/fgn/experiments/plot"
 )
 
 // dpi of the PNG figures: sharp on high-density screens, small enough for a notebook file.
@@ -67,8 +68,7 @@ func Heatmaps(titles []string, mats []mat.Matrix) ([]byte, error) {
 
 	plots := make([]*plot.Plot, len(mats))
 	for k, m := range mats {
-		p := plot.New()
-		p.Title.Text = titles[k]
+		p := fplot.New(titles[k], "", "")
 		h := plotter.NewHeatMap(matrixGrid{m}, pal)
 		h.Min, h.Max = -scale, scale
 		p.Add(h)
@@ -106,79 +106,51 @@ type Series struct {
 	Dashed bool
 }
 
-// palette holds the curve colours (Okabe-Ito, distinguishable with colour-vision deficiencies).
-var palette = []color.Color{
-	color.RGBA{0xd5, 0x5e, 0x00, 0xff}, color.RGBA{0x00, 0x72, 0xb2, 0xff},
-	color.RGBA{0x00, 0x9e, 0x73, 0xff}, color.RGBA{0xcc, 0x79, 0xa7, 0xff},
-	color.RGBA{0x66, 0x66, 0x66, 0xff}, color.RGBA{0xe6, 0x9f, 0x00, 0xff},
-}
-
 // Axes describes a line plot's title, labels and scales.
 type Axes struct {
 	Title, X, Y   string
 	LogX, LogY    bool
-	Width, Height vg.Length // 0 selects 5 × 3.2 inches
+	Width, Height vg.Length // 0 selects 1.6 × 1.3 of the project's panel size
 	// LegendLeft puts the legend in the top-left corner instead of the top-right one.
 	LegendLeft bool
 }
 
-// Lines draws the series as lines (with point markers when they have at most 40 points) and
-// returns the PNG. Points that a log axis cannot show (values ≤ 0) are an error, not silently
-// dropped. The embedded Liberation fonts have Greek letters and most mathematical operators, but
-// not ★ or ∇: titles and labels should avoid them.
+// Lines draws the series in the project's plotting style (experiments/plot: fonts, sizes and
+// the k-th series style for the k-th series) and returns the PNG. Points that a log axis cannot
+// show (values ≤ 0) are an error, not silently dropped. The embedded Liberation fonts have Greek
+// letters and most mathematical operators, but not ★ or ∇: titles and labels should avoid them.
 func Lines(ax Axes, series ...Series) ([]byte, error) {
-	p := plot.New()
-	p.Title.Text = ax.Title
-	p.X.Label.Text = ax.X
-	p.Y.Label.Text = ax.Y
+	p := fplot.New(ax.Title, ax.X, ax.Y)
 	if ax.LogX {
-		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{Prec: 1}
+		fplot.LogAxis(&p.X)
 	}
 	if ax.LogY {
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: 1}
+		fplot.LogAxis(&p.Y)
 	}
-	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
 	p.Legend.Left = ax.LegendLeft
 	for k, s := range series {
 		if len(s.X) != len(s.Y) {
 			return nil, fmt.Errorf("nb.Lines: series %q has %d x and %d y values", s.Name, len(s.X), len(s.Y))
 		}
-		xy := make(plotter.XYs, len(s.X))
 		for i := range s.X {
 			if (ax.LogX && !(s.X[i] > 0)) || (ax.LogY && !(s.Y[i] > 0)) {
 				return nil, fmt.Errorf("nb.Lines: series %q point %d (%g, %g) cannot be shown on a log axis", s.Name, i, s.X[i], s.Y[i])
 			}
-			xy[i] = plotter.XY{X: s.X[i], Y: s.Y[i]}
 		}
-		line, points, err := plotter.NewLinePoints(xy)
-		if err != nil {
-			return nil, fmt.Errorf("nb.Lines: series %q: %w", s.Name, err)
-		}
-		col := palette[k%len(palette)]
-		line.Color, points.Color = col, col
-		line.Width = 1.5
-		points.Radius = 2
+		style := fplot.Series(k)
 		if s.Dashed {
-			line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+			style.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
 		}
-		if len(xy) > 40 {
-			p.Add(line)
-			p.Legend.Add(s.Name, line)
-		} else {
-			p.Add(line, points)
-			p.Legend.Add(s.Name, line, points)
+		if err := fplot.AddSeries(p, s.Name, style, s.X, s.Y); err != nil {
+			return nil, fmt.Errorf("nb.Lines: %w", err)
 		}
 	}
 	w, h := ax.Width, ax.Height
 	if w == 0 {
-		w, h = 5*vg.Inch, 3.2*vg.Inch
+		w, h = 1.6*fplot.PanelWidth, 1.3*fplot.PanelHeight
 	}
-	c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi))
-	p.Draw(draw.New(c))
-	return encodePNG(c)
+	return fplot.PNG([]*fplot.Plot{p}, w, h)
 }
 
 func encodePNG(c *vgimg.Canvas) ([]byte, error) {

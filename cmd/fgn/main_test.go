@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -83,6 +84,19 @@ func TestTrainWritesTraces(t *testing.T) {
 
 func TestHeadoptErrorsWriteNothing(t *testing.T) {
 	dir := t.TempDir()
+	// manifest writes the feature-cache manifest that data/fetch would: 20 examples per split of
+	// Cars196's 196 classes.
+	manifest := func(c string) {
+		t.Helper()
+		data, err := json.Marshal(features.Manifest{Splits: map[string]features.Split{
+			"train": {Examples: 20, Classes: 196}, "test": {Examples: 20, Classes: 196}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(c, features.ManifestName), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cache := filepath.Join(dir, "cache")
 	for split, d := range map[string]int{"train": 3, "test": 4} {
 		s, err := train.GaussianMixture(1, 0, 20, d, 3, 1)
@@ -94,6 +108,7 @@ func TestHeadoptErrorsWriteNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	manifest(cache)
 	// Bad caches, each a copy of a good one (20 train and test examples, d = 3) with one defect.
 	good := filepath.Join(dir, "good")
 	for split, draw := range map[string]uint64{"train": 0, "test": 1} {
@@ -122,6 +137,7 @@ func TestHeadoptErrorsWriteNothing(t *testing.T) {
 			}
 		}
 		defect(features.CachePaths(c, "train"))
+		manifest(c)
 		return c
 	}
 	nan := bad("nan", func(x, _ string) { // the last feature becomes a NaN (float32 0x7fc00000)

@@ -260,60 +260,51 @@ func TestLoadCacheNames(t *testing.T) {
 }
 
 func TestLoadCacheErrors(t *testing.T) {
-	mk := func(dir, split string, s *features.Set) {
-		t.Helper()
-		x, y := features.CachePaths(dir, split)
-		if err := s.Save(x, y); err != nil {
-			t.Fatal(err)
-		}
-	}
 	set := func(n, d int, label int32) *features.Set {
 		s := &features.Set{X: make([]float32, n*d), Y: make([]int32, n), N: n, D: d}
 		s.Y[n-1] = label
 		return s
 	}
-	manifest := func(dir string, train, test features.Split) {
-		t.Helper()
-		data, err := json.Marshal(features.Manifest{Splits: map[string]features.Split{"train": train, "test": test}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, features.ManifestName), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	split := func(n, classes int) *features.Split { return &features.Split{Examples: n, Classes: classes} }
 	root := t.TempDir()
-	dims := filepath.Join(root, "dims")
-	mk(dims, "train", set(4, 3, 1))
-	mk(dims, "test", set(4, 5, 1))
-	manifest(dims, features.Split{Examples: 4, Classes: 3}, features.Split{Examples: 4, Classes: 3})
-	labels := filepath.Join(root, "labels")
-	mk(labels, "train", set(4, 3, 5))
-	mk(labels, "test", set(4, 3, 1))
-	manifest(labels, features.Split{Examples: 4, Classes: 5}, features.Split{Examples: 4, Classes: 5})
-	noManifest := filepath.Join(root, "nomanifest")
-	mk(noManifest, "train", set(4, 3, 1))
-	mk(noManifest, "test", set(4, 3, 1))
-	count := filepath.Join(root, "count")
-	mk(count, "train", set(4, 3, 1))
-	mk(count, "test", set(4, 3, 1))
-	manifest(count, features.Split{Examples: 5, Classes: 3}, features.Split{Examples: 4, Classes: 3})
-	classes := filepath.Join(root, "classes")
-	mk(classes, "train", set(4, 3, 1))
-	mk(classes, "test", set(4, 3, 1))
-	manifest(classes, features.Split{Examples: 4, Classes: 3}, features.Split{Examples: 4, Classes: 4})
 	for _, tc := range []struct {
-		dir, want string
+		name        string
+		train, test *features.Set
+		mTrain      *features.Split // nil: no manifest
+		mTest       *features.Split
+		want        string
 	}{
-		{filepath.Join(root, "missing"), "no such file or directory"},
-		{dims, "training features have dimension 3, test features 5"},
-		{labels, "label 5 of example 3 is outside [0, 5)"},
-		{noManifest, "has no readable manifest"},
-		{count, "the train split has 4 examples, its manifest says 5"},
-		{classes, "the training split 3 classes and the test split 4"},
+		{"missing", nil, nil, nil, nil, "no such file or directory"},
+		{"dims", set(4, 3, 1), set(4, 5, 1), split(4, 3), split(4, 3), "training features have dimension 3, test features 5"},
+		{"labels", set(4, 3, 5), set(4, 3, 1), split(4, 5), split(4, 5), "label 5 of example 3 is outside [0, 5)"},
+		{"nomanifest", set(4, 3, 1), set(4, 3, 1), nil, nil, "has no readable manifest"},
+		{"count", set(4, 3, 1), set(4, 3, 1), split(5, 3), split(4, 3), "the train split has 4 examples, its manifest says 5"},
+		{"classes", set(4, 3, 1), set(4, 3, 1), split(4, 3), split(4, 4), "the training split 3 classes and the test split 4"},
 	} {
-		if _, err := LoadCache(tc.dir); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("LoadCache(%s): error %v, want one containing %q", tc.dir, err, tc.want)
+		dir := filepath.Join(root, tc.name)
+		for _, sp := range []struct {
+			name string
+			s    *features.Set
+		}{{"train", tc.train}, {"test", tc.test}} {
+			if sp.s == nil {
+				continue
+			}
+			x, y := features.CachePaths(dir, sp.name)
+			if err := sp.s.Save(x, y); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if tc.mTrain != nil {
+			data, err := json.Marshal(features.Manifest{Splits: map[string]features.Split{"train": *tc.mTrain, "test": *tc.mTest}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, features.ManifestName), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := LoadCache(dir); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("LoadCache(%s): error %v, want one containing %q", tc.name, err, tc.want)
 		}
 	}
 }

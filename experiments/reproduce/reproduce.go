@@ -153,7 +153,7 @@ func CacheFiles(dir string) []string {
 		x, y := features.CachePaths(dir, split)
 		out = append(out, x, y)
 	}
-	return out
+	return append(out, filepath.Join(dir, features.ManifestName))
 }
 
 // HasCache reports whether dir holds a feature cache: false when none of its files exist (dir

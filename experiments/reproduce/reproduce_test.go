@@ -71,8 +71,8 @@ func TestRunSkipsWhatIsUpToDate(t *testing.T) {
 		t.Fatalf("first run built %v, skipped %v; want %v built", res.Built, res.Skipped, want)
 	}
 	before := outputs(t, cfg)
-	if len(before) != 2+7+7 {
-		t.Errorf("%d declared outputs and stamps, want 16: %v", len(before), slices.Sorted(maps.Keys(before)))
+	if len(before) != 2+8+10 {
+		t.Errorf("%d declared outputs and stamps, want 20: %v", len(before), slices.Sorted(maps.Keys(before)))
 	}
 
 	res, err = Run(cfg)
@@ -149,9 +149,10 @@ func TestRunSkipsWhatIsUpToDate(t *testing.T) {
 	}
 }
 
-// writeCache writes a small feature cache (both splits) into dir.
+// writeCache writes a small feature cache (both splits and the manifest) into dir.
 func writeCache(t *testing.T, dir string) {
 	t.Helper()
+	m := &features.Manifest{Splits: map[string]features.Split{}}
 	for draw, split := range []string{"train", "test"} {
 		s, err := train.GaussianMixture(1, uint64(draw), 40, 3, 4, 1)
 		if err != nil {
@@ -161,6 +162,10 @@ func writeCache(t *testing.T, dir string) {
 		if err := s.Save(x, y); err != nil {
 			t.Fatal(err)
 		}
+		m.Splits[split] = features.Split{Examples: 40, Features: 3, Classes: 4}
+	}
+	if err := features.WriteManifest(dir, m); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -172,22 +177,25 @@ func TestTargetsData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"figure2_synthetic_standin_curves.csv", "figure2_synthetic_standin.svg", "figure2_synthetic_standin.png",
+	want := []string{"figure2_synthetic_standin_curves.csv", "figure2_synthetic_standin_steps.csv", "table1_synthetic_standin_seeds.csv",
+		"figure2_synthetic_standin.caption.md", "figure2_synthetic_standin.svg", "figure2_synthetic_standin.png",
 		"figure2_synthetic_standin.pdf", "table1_synthetic_standin.csv", "table1_synthetic_standin.md", "table1_synthetic_standin.tex"}
 	if len(targets) != 2 || targets[1].Name != "headopt_synthetic_standin" || !slices.Equal(targets[1].Outputs, want) {
 		t.Errorf("without a cache: targets %v, outputs %v; want headopt_synthetic_standin with %v", targets, targets[1].Outputs, want)
 	}
 
-	cache := t.TempDir()
+	cache := filepath.Join(t.TempDir(), "toy")
 	writeCache(t, cache)
 	cfg.Features = cache
 	targets, err = Targets(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A 4-class cache is named from its manifest, not called Cars196.
 	fig2 := targets[1]
-	if fig2.Name != "headopt_cars196" || !slices.Contains(fig2.Outputs, "table1_cars196.csv") {
-		t.Errorf("with a cache: target %s, outputs %v; want headopt_cars196 writing table1_cars196.csv", fig2.Name, fig2.Outputs)
+	if fig2.Name != "headopt_features_toy" || !slices.Contains(fig2.Outputs, "table1_features_toy.csv") ||
+		fig2.Title != "Figure 2 and Table 1 (feature cache toy (C = 4, not Cars196))" {
+		t.Errorf("with a cache: target %s (%s), outputs %v; want headopt_features_toy writing table1_features_toy.csv", fig2.Name, fig2.Title, fig2.Outputs)
 	}
 	x, _ := features.CachePaths(cache, "train")
 	later := time.Now().Add(time.Hour)

@@ -173,7 +173,7 @@ func TestAggregate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"at the end of their runs the mean test accuracy is FGN 80.00 % (step 20), Adam 50.00 % (step 10)",
-		"65 % is reached by FGN at step 20; not by Adam by the last step.",
+		"65 % is reached by FGN at step 20; not by Adam by the last step.", "30 % is reached by Adam and FGN at step 10.",
 		"at the 2 s horizon the mean test accuracy is FGN 70.00 %, Adam 40.00 %", "Median step times: Adam 300 ms, FGN 125 ms.",
 		"30 % is reached by FGN after 0.625 s, then Adam after 1.33 s."} {
 		if !strings.Contains(caption, s) {

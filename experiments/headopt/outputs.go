@@ -514,8 +514,14 @@ func firstTo(rows []summaryRow, thr float64, at func(summaryRow) float64, when, 
 	}
 	slices.SortStableFunc(reached, func(x, y summaryRow) int { return cmp.Compare(at(x), at(y)) })
 	var parts []string
-	for _, r := range reached {
-		parts = append(parts, fmt.Sprintf("%s "+when, r.label, at(r)))
+	for k := 0; k < len(reached); {
+		labels := []string{reached[k].label}
+		j := k + 1
+		for ; j < len(reached) && at(reached[j]) == at(reached[k]); j++ { // ties, as steps often are
+			labels = append(labels, reached[j].label)
+		}
+		parts = append(parts, fmt.Sprintf("%s "+when, strings.Join(labels, " and "), at(reached[k])))
+		k = j
 	}
 	s := fmt.Sprintf("%g %% is reached by %s", thr, strings.Join(parts, ", then "))
 	if len(missed) > 0 {

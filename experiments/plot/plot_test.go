@@ -178,3 +178,28 @@ func TestNiceTicks(t *testing.T) {
 		}
 	}
 }
+
+func TestDecades(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi float64
+		labels []string
+	}{
+		{1e-11, 1, []string{"1e-09", "1e-06", "0.001", "1"}},
+		{0.5, 30, []string{"1", "10"}},
+		{0.002, 2000, []string{"0.01", "0.1", "1", "10", "100", "1000"}},
+		{3e4, 2e6, []string{"100000", "1e+06"}},
+	} {
+		var labels []string
+		for _, tick := range (Decades{}).Ticks(tc.lo, tc.hi) {
+			if tick.Value < tc.lo || tick.Value > tc.hi {
+				t.Errorf("[%g, %g]: tick %g outside the range", tc.lo, tc.hi, tick.Value)
+			}
+			if tick.Label != "" {
+				labels = append(labels, tick.Label)
+			}
+		}
+		if !slices.Equal(labels, tc.labels) {
+			t.Errorf("[%g, %g]: labels %q, want %q", tc.lo, tc.hi, labels, tc.labels)
+		}
+	}
+}

@@ -145,7 +145,10 @@ func drawRow(panels []*Plot, c vg.CanvasSizer) (err error) {
 		if t := saved[i].title; t != "" {
 			style := p.Title.TextStyle
 			style.XAlign, style.YAlign = draw.XCenter, draw.YTop
-			dc.FillText(style, vg.Point{X: center.X, Y: dc.Max.Y - p.Title.Padding}, t)
+			// Centred on the data area, but moved inwards so that a long title is not cut off.
+			half := style.Width(t) / 2
+			x := max(dc.Min.X+half, min(dc.Max.X-half, center.X))
+			dc.FillText(style, vg.Point{X: x, Y: dc.Max.Y - p.Title.Padding}, t)
 		}
 		if t := saved[i].x; t != "" {
 			style := p.X.Label.TextStyle

@@ -128,11 +128,49 @@ func LogLog2(p *Plot) {
 	LogAxis(&p.Y)
 }
 
-// LogAxis sets an axis (&p.X or &p.Y) to a log scale with decade ticks labelled as plain
-// numbers (10, 100, 0.01).
+// LogAxis sets an axis (&p.X or &p.Y) to a log scale with decade ticks (Decades).
 func LogAxis(ax *gplot.Axis) {
 	ax.Scale = gplot.LogScale{}
-	ax.Tick.Marker = gplot.LogTicks{Prec: -1}
+	ax.Tick.Marker = Decades{}
+}
+
+// Decades ticks a log axis at the powers of ten, labelled as plain numbers from 0.001 to 10000
+// and as 1e-5, 1e+06 beyond, with unlabelled ticks at 2-9 times each power (every third power
+// labelled when the axis spans more than seven decades).
+type Decades struct{}
+
+func (Decades) Ticks(lo, hi float64) []gplot.Tick {
+	if !(lo > 0 && hi >= lo) {
+		return nil
+	}
+	first, last := int(math.Floor(math.Log10(lo))), int(math.Ceil(math.Log10(hi)))
+	every := 1
+	if last-first > 7 {
+		every = 3
+	}
+	var ticks []gplot.Tick
+	for k := first; k <= last; k++ {
+		p := math.Pow10(k)
+		if p >= lo*(1-1e-12) && p <= hi*(1+1e-12) {
+			t := gplot.Tick{Value: p}
+			if ((k%every)+every)%every == 0 {
+				t.Label = strconv.FormatFloat(p, 'f', -1, 64)
+				if k < -3 || k > 4 {
+					t.Label = strconv.FormatFloat(p, 'g', -1, 64)
+				}
+			}
+			ticks = append(ticks, t)
+		}
+		if every > 1 {
+			continue
+		}
+		for m := 2.0; m <= 9; m++ {
+			if v := m * p; v >= lo && v <= hi {
+				ticks = append(ticks, gplot.Tick{Value: v})
+			}
+		}
+	}
+	return ticks
 }
 
 // powersOfTwo ticks a log axis at 2^k, labelling every other power when there are many.

@@ -415,10 +415,7 @@ func Figure(curves, steps *report.Table, thresholds []float64, base, title strin
 		return nil, err
 	}
 	lo := math.Min(byTime.yFloor(), byStep.yFloor())
-	for _, p := range []*plot.Plot{a, b} {
-		p.Y.Min = lo
-		p.Y.Tick.Marker = plot.NiceTicks{}
-	}
+	a.Y.Min, b.Y.Min = lo, lo
 	a.Y.Max = math.Max(a.Y.Max, b.Y.Max)
 	b.Y.Max = a.Y.Max
 	return plot.SaveRow([]*plot.Plot{a, b}, 1.5*plot.PanelWidth, 1.2*plot.PanelHeight, base)

@@ -98,7 +98,8 @@ func textFont(size vg.Length) font.Font {
 	return font.Font{Typeface: "Liberation", Variant: "Serif", Size: size}
 }
 
-// New returns an empty panel in the project style with the given title and axis labels.
+// New returns an empty panel in the project style with the given title and axis labels, its
+// linear axes ticked by NiceTicks.
 func New(title, xLabel, yLabel string) *Plot {
 	p := gplot.New()
 	p.Title.Text = title
@@ -114,6 +115,7 @@ func New(title, xLabel, yLabel string) *Plot {
 	}
 	p.X.Label.Text = xLabel
 	p.Y.Label.Text = yLabel
+	p.X.Tick.Marker, p.Y.Tick.Marker = NiceTicks{}, NiceTicks{}
 	p.Legend.TextStyle.Font = textFont(LegendSize)
 	p.Legend.ThumbnailWidth = vg.Points(18)
 	p.Legend.Padding = vg.Points(1)

@@ -10,12 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-
 	"github.com/fgn-paper/fgn/experiments/headopt"
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/fgn/backend"
+	"github.com/fgn-paper/fgn/internal/progress"
 )
 
 const headoptUsage = `usage: fgn headopt [select] [flags]
@@ -80,21 +79,19 @@ func runProgress(w io.Writer, quiet bool) func(k, n int, m train.Method, seed ui
 		return nil
 	}
 	return func(k, n int, m train.Method, seed uint64) func(done, total int) {
-		return progress(w, fmt.Sprintf("run %d/%d %s seed %d", k, n, m, seed))
+		return runBar(w, fmt.Sprintf("run %d/%d %s seed %d", k, n, m, seed))
 	}
 }
 
 // sweepBar is the sweep's progress display, one line: the run in flight with its own bar and
-// step count, then the bar over all the sweep's steps (finished runs read back count as done)
-// and the time left, estimated from the rate of the steps trained so far (the methods' steps
-// differ in cost, so it is rough until every method has run). It appears once the sweep has
-// taken delay, and clears itself when the sweep's last step is done.
+// step count, then the count over all the sweep's steps (finished runs read back count as
+// done) and the time left, estimated from the rate of the steps trained so far (the methods'
+// steps differ in cost, so it is rough until every method has run). It is a progress.Bar:
+// redrawn on a terminal once the sweep has taken delay, periodic lines elsewhere.
 type sweepBar struct {
 	w     io.Writer
 	delay time.Duration
-	start time.Time
-	bar   *progressbar.ProgressBar
-	drawn time.Time // the bar's last update
+	bar   *progress.Bar
 	// The run in flight: its label and steps; trained counts the steps trained since
 	// trainedSince, when the first trained run began.
 	run               string
@@ -104,7 +101,7 @@ type sweepBar struct {
 }
 
 func newSweepBar(w io.Writer) *sweepBar {
-	return &sweepBar{w: w, delay: 2 * time.Second, start: time.Now()}
+	return &sweepBar{w: w, delay: 2 * time.Second}
 }
 
 // runProgress is headopt.SweepConfig.RunProgress.
@@ -121,28 +118,19 @@ func (s *sweepBar) runProgress(k, n int, m train.Method, seed uint64) func(done,
 
 // progress is headopt.SweepConfig.Progress.
 func (s *sweepBar) progress(done, total int) {
-	now := time.Now()
-	switch {
-	case s.bar == nil && now.Sub(s.start) < s.delay:
-		return
-	case s.bar == nil:
-		// Throttled here rather than by the bar, whose description and count are set apart.
-		s.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(s.w), progressbar.OptionSetWidth(20),
-			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(false), progressbar.OptionClearOnFinish())
-	case now.Sub(s.drawn) < 250*time.Millisecond && done < total:
-		return
+	if s.bar == nil {
+		s.bar = progress.New(s.w, int64(total), progress.Options{Description: "sweep", Delay: s.delay})
 	}
-	s.drawn = now
 	desc := "sweep"
 	if s.run != "" {
 		desc = fmt.Sprintf("%s %s %d/%d · sweep", s.run, miniBar(s.runDone, s.runTotal, 10), s.runDone, s.runTotal)
 	}
-	if elapsed := now.Sub(s.trainedSince); s.trained > 0 && done < total {
+	if elapsed := time.Since(s.trainedSince); s.trained > 0 && done < total {
 		left := time.Duration(float64(elapsed) / float64(s.trained) * float64(total-done))
 		desc += fmt.Sprintf(" (≈%s left)", left.Round(time.Second))
 	}
 	s.bar.Describe(desc)
-	_ = s.bar.Set(done)
+	s.bar.Set(int64(done))
 }
 
 // clearing returns w, clearing the bar's line before every write so that log lines do not
@@ -150,7 +138,7 @@ func (s *sweepBar) progress(done, total int) {
 func (s *sweepBar) clearing(w io.Writer) io.Writer {
 	return writerFunc(func(p []byte) (int, error) {
 		if s.bar != nil {
-			_ = s.bar.Clear()
+			s.bar.Clear()
 		}
 		return w.Write(p)
 	})

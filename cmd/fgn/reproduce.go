@@ -73,7 +73,7 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 		Command: strings.TrimSpace("fgn reproduce " + strings.Join(args, " ")), Log: stdout}
 	if !*quiet {
 		cfg.Progress = stderr
-		cfg.RunBar = func(description string) func(done, total int) { return progress(stderr, description) }
+		cfg.RunBar = func(description string) func(done, total int) { return runBar(stderr, description) }
 	}
 	_, err = reproduce.Run(cfg)
 	return err

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/gomlx/compute"
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/features"
 	"github.com/fgn-paper/fgn/fgn/backend"
+	"github.com/fgn-paper/fgn/internal/progress"
 )
 
 const trainUsage = `usage: fgn train [flags]
@@ -133,7 +133,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			BatchSize: *batch, Epochs: *epochs, EvalEvery: *evalEvery, Seed: *seed,
 			Hyper: train.Hyper{Alpha: *alpha, Lambda: *lambda, CGMaxIter: *cgIters, CGTol: *cgTol}}
 		if !*quiet {
-			cfg.Progress = progress(stderr, string(m))
+			cfg.Progress = runBar(stderr, string(m))
 		}
 		tr, err := train.Run(be, cfg, trainSet, evalSet)
 		if err != nil {
@@ -153,23 +153,10 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// progress returns a train.Config.Progress callback that shows a progress bar on w once a run
-// has taken more than two seconds.
-func progress(w io.Writer, description string) func(done, total int) {
-	var bar *progressbar.ProgressBar
-	start := time.Now()
-	return func(done, total int) {
-		if bar == nil {
-			if time.Since(start) < 2*time.Second {
-				return
-			}
-			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w),
-				progressbar.OptionSetDescription(description), progressbar.OptionShowCount(),
-				progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(250*time.Millisecond),
-				progressbar.OptionClearOnFinish())
-		}
-		_ = bar.Set(done)
-	}
+// runBar returns the step-progress callback of a training run labelled description, shown
+// once the run has taken two seconds.
+func runBar(w io.Writer, description string) func(done, total int) {
+	return progress.Steps(w, progress.Options{Description: description, Delay: 2 * time.Second, ETA: true})
 }
 
 // newBackend returns the backend named by the --backend flag, or by GOMLX_BACKEND when it is empty.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,7 +16,7 @@ import (
 	"github.com/fgn-paper/fgn/internal/progress"
 )
 
-const headoptUsage = `usage: fgn headopt [select] [flags]
+const headoptHelp = `usage: fgn headopt [select] [flags]
 
 Frozen-feature head optimisation (paper sec. 5, app. F.2: Figure 2 and Table 1). Trains Adam,
 SGN and FGN (closed-form affine row Gram) on standardised features for every seed of the
@@ -30,8 +29,6 @@ then uses (without --config the paper's values are used).
 
 Data: --features DIR (a feature cache: train_/test_features.npy and _labels.npy), or
 --synthetic: a Gaussian-mixture stand-in, NOT Cars196, labelled so in every output.
-
-flags:
 `
 
 // headoptFlags are the flags shared by the sweep and the selection.
@@ -41,14 +38,14 @@ type headoptFlags struct {
 	classes                         *int
 }
 
-func addHeadoptFlags(fs *flag.FlagSet) *headoptFlags {
+func addHeadoptFlags(fs *command) *headoptFlags {
 	return &headoptFlags{
 		features:  fs.String("features", "", "feature cache directory (train_/test_ features and labels .npy)"),
 		synthetic: fs.Bool("synthetic", false, "use the synthetic Gaussian-mixture stand-in (NOT Cars196) of the profile's shape"),
 		profile:   fs.String("profile", "quick", "full (paper: batch 128, 150 epochs, 10 seeds), quick (minutes on a CPU) or smoke (CI)"),
 		classes:   fs.Int("classes", headopt.Cars196Classes, "number of classes of the feature cache"),
-		out:       fs.String("out", "figures", "output directory"),
-		backend:   fs.String("backend", "", "backend, as GOMLX_BACKEND (default: $GOMLX_BACKEND, else pure Go)"),
+		out:       fs.String("out", "results", "output directory"),
+		backend:   fs.backendFlag(),
 		quiet:     fs.Bool("quiet", false, "no progress bars or per-run lines"),
 	}
 }
@@ -57,11 +54,11 @@ func addHeadoptFlags(fs *flag.FlagSet) *headoptFlags {
 func (f *headoptFlags) load() (headopt.Profile, *headopt.Data, error) {
 	p, err := headopt.ProfileNamed(*f.profile)
 	if err != nil {
-		return p, nil, err
+		return p, nil, usageError{err}
 	}
 	switch {
 	case *f.synthetic && *f.features != "":
-		return p, nil, fmt.Errorf("headopt: --features and --synthetic exclude each other")
+		return p, nil, usageErrorf("headopt: --features and --synthetic exclude each other")
 	case *f.synthetic:
 		d, err := headopt.Synthetic(p)
 		return p, d, err
@@ -69,7 +66,7 @@ func (f *headoptFlags) load() (headopt.Profile, *headopt.Data, error) {
 		d, err := headopt.LoadCache(*f.features, *f.classes)
 		return p, d, err
 	}
-	return p, nil, fmt.Errorf("headopt: name the data: --features DIR (a feature cache) or --synthetic (a stand-in, not Cars196)")
+	return p, nil, usageErrorf("headopt: name the data: --features DIR (a feature cache) or --synthetic (a stand-in, not Cars196)")
 }
 
 // runProgress returns the per-run progress bars of the selection's candidate runs, labelled
@@ -162,34 +159,32 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "select" {
 		return runHeadoptSelect(args[1:], stdout, stderr)
 	}
-	fs := newFlagSet("headopt", stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, headoptUsage); fs.PrintDefaults() }
+	fs := newCommand("headopt", headoptHelp, stdout)
 	hf := addHeadoptFlags(fs)
 	config := fs.String("config", "", "hyper-parameter file written by fgn headopt select (default: the paper's values)")
 	thresholdsFlag := fs.String("thresholds", "", "comma-separated time-to-threshold accuracies in percent (default: 42,43,44 on Cars196, the profile's scaled ones on the stand-in)")
-	gridPoints := fs.Int("grid-points", headopt.DefaultGridPoints, "points of the shared wall-time grid")
-	seeds := fs.Int("seeds", 0, "run seeds 1..N instead of the profile's count (0: the profile's; e.g. 1 to time one seed of the full protocol)")
-	if err := fs.Parse(args); err != nil {
+	gridPoints := fs.intAtLeast("grid-points", headopt.DefaultGridPoints, 2, "points of the shared wall-time grid")
+	seeds := fs.optionalInt("seeds", "the profile's count", 1, "run seeds 1..N (e.g. 1 to time one seed of the full protocol)")
+	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("headopt: unexpected argument %q", fs.Arg(0))
+	var thresholds []float64 // nil: headopt.Thresholds
+	if *thresholdsFlag != "" {
+		var err error
+		if thresholds, err = parseFloats(*thresholdsFlag); err != nil {
+			return usageErrorf("headopt: --thresholds: %v", err)
+		}
 	}
-	if *seeds < 0 {
-		return fmt.Errorf("headopt: --seeds %d: want ≥ 1 (or 0 for the profile's count)", *seeds)
+	be, err := newBackend(*hf.backend)
+	if err != nil {
+		return err
 	}
 	p, d, err := hf.load()
 	if err != nil {
 		return err
 	}
-	if *seeds > 0 {
-		p.Seeds = *seeds
-	}
-	var thresholds []float64 // nil: headopt.Thresholds
-	if *thresholdsFlag != "" {
-		if thresholds, err = parseFloats(*thresholdsFlag); err != nil {
-			return fmt.Errorf("--thresholds: %w", err)
-		}
+	if n, ok := seeds.get(); ok {
+		p.Seeds = n
 	}
 	hypers := map[train.Method]train.Hyper{}
 	hyperSource := headopt.PaperHypers
@@ -198,10 +193,6 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		hyperSource = *config
-	}
-	be, err := newBackend(*hf.backend)
-	if err != nil {
-		return err
 	}
 	if w := backend.SIMDWarning(be); w != "" {
 		fmt.Fprintln(stderr, w)
@@ -230,34 +221,34 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 
 // runHeadoptSelect is "headopt select".
 func runHeadoptSelect(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("headopt select", stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, headoptUsage); fs.PrintDefaults() }
+	fs := newCommand("headopt select", headoptHelp, stdout)
 	hf := addHeadoptFlags(fs)
 	file := fs.String("config", "", "output configuration file (default: <out>/headopt_config_<data>.json)")
-	fraction := fs.Float64("val-fraction", 0.1, "stratified fraction of every class of the training split held out for validation")
-	epochs := fs.Int("epochs", 0, "epochs per candidate (0: the profile's)")
+	fraction := fs.positiveFloat("val-fraction", 0.1, "stratified fraction of every class of the training split held out for validation, in (0, 1)")
+	epochs := fs.optionalInt("epochs", "the profile's", 1, "epochs per candidate")
 	seed := fs.Uint64("seed", 1, "seed of the validation split and of the candidate runs")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("headopt select: unexpected argument %q", fs.Arg(0))
-	}
-	p, d, err := hf.load()
-	if err != nil {
-		return err
+	if !(*fraction < 1) {
+		return usageErrorf("headopt select: --val-fraction %g: want a fraction in (0, 1)", *fraction)
 	}
 	be, err := newBackend(*hf.backend)
 	if err != nil {
 		return err
 	}
+	p, d, err := hf.load()
+	if err != nil {
+		return err
+	}
+	candidateEpochs, _ := epochs.get() // 0: the profile's
 	path := *file
 	if path == "" {
 		path = filepath.Join(*hf.out, "headopt_config_"+d.Tag()+".json")
 	}
 	fmt.Fprintf(stdout, "backend: %s\ndata: %s\nselection: profile %s, validation fraction %g of the training split\n",
 		backend.Describe(be), d.Source, p.Name, *fraction)
-	cfg := headopt.SelectConfig{Profile: p, Grid: headopt.DefaultGrid(), Epochs: *epochs, ValidationFraction: *fraction,
+	cfg := headopt.SelectConfig{Profile: p, Grid: headopt.DefaultGrid(), Epochs: candidateEpochs, ValidationFraction: *fraction,
 		Seed: *seed, RunProgress: runProgress(stderr, *hf.quiet)}
 	if !*hf.quiet {
 		cfg.Log = stdout

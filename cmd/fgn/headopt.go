@@ -42,7 +42,7 @@ func addHeadoptFlags(fs *command) *headoptFlags {
 	return &headoptFlags{
 		features:  fs.String("features", "", "feature cache directory (train_/test_ features and labels .npy)"),
 		synthetic: fs.Bool("synthetic", false, "use the synthetic Gaussian-mixture stand-in (NOT Cars196) of the profile's shape"),
-		profile:   fs.String("profile", "quick", "full (paper: batch 128, 150 epochs, 10 seeds), quick (minutes on a CPU) or smoke (CI)"),
+		profile:   fs.String("profile", "quick", "full (paper: batch 128, 150 epochs, 10 seeds), quick (for a CPU) or smoke (CI)"),
 		classes:   fs.Int("classes", headopt.Cars196Classes, "number of classes of the feature cache"),
 		out:       fs.String("out", "results", "output directory"),
 		backend:   fs.backendFlag(),

@@ -60,8 +60,8 @@ import (
 	"github.com/fgn-paper/fgn/internal/buildinfo"
 )
 
-// Profiles are the profile names, cheapest first: smoke (CI; ≈20 s on 2 CPU cores), quick
-// (the default; ≈3 min on 2 quiet CPU cores) and full (the paper's protocols; meant for a GPU).
+// Profiles are the profile names, cheapest first: smoke (CI), quick (the default, for a CPU)
+// and full (the paper's protocols; meant for a GPU).
 var Profiles = []string{"smoke", "quick", "full"}
 
 // Plan is what a profile runs: the settings of every target.

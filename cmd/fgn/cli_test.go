@@ -10,6 +10,7 @@ import (
 
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/features"
+	"github.com/fgn-paper/fgn/internal/cli"
 )
 
 // TestCLIConventions runs command lines as main does and checks the exit status and where the
@@ -88,7 +89,7 @@ func TestCLIConventions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("GOMLX_BACKEND", tc.env)
 			var stdout, stderr bytes.Buffer
-			code := exit(run(tc.args, &stdout, &stderr), &stderr)
+			code := cli.Exit(run(tc.args, &stdout, &stderr), &stderr, "fgn")
 			if code != tc.code {
 				t.Errorf("exit status %d, want %d (stderr %q)", code, tc.code, stderr.String())
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/fgn-paper/fgn/experiments/mechanism"
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/fgn/backend"
+	"github.com/fgn-paper/fgn/internal/cli"
 )
 
 const figureHelp = `usage: fgn figure <name> [flags]
@@ -33,7 +34,7 @@ warm-up and 640 timed steps per point, meant for a GPU).
 // runFigure dispatches "fgn figure <name>".
 func runFigure(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageErrorf("figure: name the figure to make: fgn figure mechanism (fgn figure --help)")
+		return cli.Usagef("figure: name the figure to make: fgn figure mechanism (fgn figure --help)")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help":
@@ -43,9 +44,9 @@ func runFigure(args []string, stdout, stderr io.Writer) error {
 		return runFigureMechanism(args[1:], stdout, stderr)
 	}
 	if strings.HasPrefix(args[0], "-") {
-		return usageErrorf("figure: name the figure to make before the flags: fgn figure mechanism %s", strings.Join(args, " "))
+		return cli.Usagef("figure: name the figure to make before the flags: fgn figure mechanism %s", strings.Join(args, " "))
 	}
-	return usageErrorf("figure: unknown figure %q (want mechanism)", args[0])
+	return cli.Usagef("figure: unknown figure %q (want mechanism)", args[0])
 }
 
 // runFigureMechanism computes the requested panels of Figure 1, writes their CSV files to the
@@ -63,17 +64,17 @@ func runFigureMechanism(args []string, stdout, stderr io.Writer) error {
 	}
 	stepCfg, err := mechanism.StepTimeProfile(*profile)
 	if err != nil {
-		return usageError{err}
+		return cli.UsageError{Err: err}
 	}
 	var which []string
 	if !*fromCSV {
 		for _, p := range strings.Split(*panels, ",") {
 			p = strings.TrimSpace(p)
 			if p != "a" && p != "b" && p != "c" {
-				return usageErrorf("figure mechanism: unknown panel %q in --panels (want a, b and/or c)", p)
+				return cli.Usagef("figure mechanism: unknown panel %q in --panels (want a, b and/or c)", p)
 			}
 			if slices.Contains(which, p) {
-				return usageErrorf("figure mechanism: panel %s is listed twice in --panels", p)
+				return cli.Usagef("figure mechanism: panel %s is listed twice in --panels", p)
 			}
 			which = append(which, p)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/fgn/backend"
+	"github.com/fgn-paper/fgn/internal/cli"
 )
 
 // Flag values that check their range when they are set, so that an invalid value is a usage
@@ -140,13 +141,13 @@ func newBackend(flagValue string) (compute.Backend, error) {
 	if flagValue != "" {
 		be, err := backend.NewWithConfig(flagValue)
 		if err != nil {
-			return nil, configError{fmt.Errorf("--backend %s: %w", flagValue, err)}
+			return nil, cli.ConfigError{Err: fmt.Errorf("--backend %s: %w", flagValue, err)}
 		}
 		return be, nil
 	}
 	be, err := backend.New()
 	if err != nil {
-		return nil, configError{err}
+		return nil, cli.ConfigError{Err: err}
 	}
 	return be, nil
 }
@@ -157,11 +158,11 @@ func parseMethods(list string) ([]train.Method, error) {
 	for _, name := range strings.Split(list, ",") {
 		m, err := train.ParseMethod(strings.TrimSpace(name))
 		if err != nil {
-			return nil, usageErrorf("--method: %v", err)
+			return nil, cli.Usagef("--method: %v", err)
 		}
 		for _, prev := range ms {
 			if prev == m {
-				return nil, usageErrorf("--method: %s is listed twice", m)
+				return nil, cli.Usagef("--method: %s is listed twice", m)
 			}
 		}
 		ms = append(ms, m)

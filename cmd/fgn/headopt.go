@@ -13,6 +13,7 @@ import (
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/fgn/backend"
+	"github.com/fgn-paper/fgn/internal/cli"
 	"github.com/fgn-paper/fgn/internal/progress"
 )
 
@@ -54,11 +55,11 @@ func addHeadoptFlags(fs *command) *headoptFlags {
 func (f *headoptFlags) load() (headopt.Profile, *headopt.Data, error) {
 	p, err := headopt.ProfileNamed(*f.profile)
 	if err != nil {
-		return p, nil, usageError{err}
+		return p, nil, cli.UsageError{Err: err}
 	}
 	switch {
 	case *f.synthetic && *f.features != "":
-		return p, nil, usageErrorf("headopt: --features and --synthetic exclude each other")
+		return p, nil, cli.Usagef("headopt: --features and --synthetic exclude each other")
 	case *f.synthetic:
 		d, err := headopt.Synthetic(p)
 		return p, d, err
@@ -66,7 +67,7 @@ func (f *headoptFlags) load() (headopt.Profile, *headopt.Data, error) {
 		d, err := headopt.LoadCache(*f.features, *f.classes)
 		return p, d, err
 	}
-	return p, nil, usageErrorf("headopt: name the data: --features DIR (a feature cache) or --synthetic (a stand-in, not Cars196)")
+	return p, nil, cli.Usagef("headopt: name the data: --features DIR (a feature cache) or --synthetic (a stand-in, not Cars196)")
 }
 
 // runProgress returns the per-run progress bars of the selection's candidate runs, labelled
@@ -172,7 +173,7 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 	if *thresholdsFlag != "" {
 		var err error
 		if thresholds, err = parseFloats(*thresholdsFlag); err != nil {
-			return usageErrorf("headopt: --thresholds: %v", err)
+			return cli.Usagef("headopt: --thresholds: %v", err)
 		}
 	}
 	be, err := newBackend(*hf.backend)
@@ -231,7 +232,7 @@ func runHeadoptSelect(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if !(*fraction < 1) {
-		return usageErrorf("headopt select: --val-fraction %g: want a fraction in (0, 1)", *fraction)
+		return cli.Usagef("headopt select: --val-fraction %g: want a fraction in (0, 1)", *fraction)
 	}
 	be, err := newBackend(*hf.backend)
 	if err != nil {

@@ -30,47 +30,18 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/fgn-paper/fgn/internal/cli"
 )
 
 func main() {
-	os.Exit(exit(run(os.Args[1:], os.Stdout, os.Stderr), os.Stderr))
-}
-
-// usageError is a command line that cannot be run as given; configError is an environment or
-// setting that makes the command unusable. Both exit with status 2 before any work.
-type (
-	usageError  struct{ err error }
-	configError struct{ err error }
-)
-
-func (e usageError) Error() string  { return e.err.Error() }
-func (e usageError) Unwrap() error  { return e.err }
-func (e configError) Error() string { return e.err.Error() }
-func (e configError) Unwrap() error { return e.err }
-
-// usageErrorf returns a usageError with a formatted message.
-func usageErrorf(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
-
-// exit prints err (once) to stderr and returns the process's exit status: 0 for success and
-// for requested help (flag.ErrHelp), 2 for usage and configuration errors, 1 otherwise.
-func exit(err error, stderr io.Writer) int {
-	var ue usageError
-	var ce configError
-	switch {
-	case err == nil || errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &ue), errors.As(err, &ce):
-		fmt.Fprintln(stderr, "fgn:", err)
-		return 2
-	}
-	fmt.Fprintln(stderr, "fgn:", err)
-	return 1
+	os.Exit(cli.Exit(run(os.Args[1:], os.Stdout, os.Stderr), os.Stderr, "fgn"))
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		usage(stderr)
-		return usageErrorf("no subcommand")
+		return cli.Usagef("no subcommand")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -89,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	case "version":
 		return runVersion(args[1:], stdout)
 	}
-	return usageErrorf("unknown subcommand %q (fgn --help lists them)", args[0])
+	return cli.Usagef("unknown subcommand %q (fgn --help lists them)", args[0])
 }
 
 func usage(w io.Writer) {
@@ -136,9 +107,9 @@ func (c *command) parse(args []string) error {
 		c.printHelp(c.stdout)
 		return err
 	case err != nil:
-		return usageErrorf("%s: %v (%s --help lists the flags)", sub, err, c.Name())
+		return cli.Usagef("%s: %v (%s --help lists the flags)", sub, err, c.Name())
 	case c.NArg() > 0:
-		return usageErrorf("%s: unexpected argument %q (%s --help lists the flags)", sub, c.Arg(0), c.Name())
+		return cli.Usagef("%s: unexpected argument %q (%s --help lists the flags)", sub, c.Arg(0), c.Name())
 	}
 	return nil
 }

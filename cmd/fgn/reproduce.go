@@ -8,6 +8,7 @@ import (
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/reproduce"
 	"github.com/fgn-paper/fgn/fgn/backend"
+	"github.com/fgn-paper/fgn/internal/cli"
 )
 
 const reproduceHelp = `usage: fgn reproduce [flags]
@@ -39,18 +40,18 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *out == "" {
-		return usageErrorf("reproduce: --out is empty")
+		return cli.Usagef("reproduce: --out is empty")
 	}
 	plan, err := reproduce.PlanNamed(*profile)
 	if err != nil {
-		return usageError{err}
+		return cli.UsageError{Err: err}
 	}
 	hasCache, err := reproduce.HasCache(*featuresDir)
 	if err != nil {
 		return err
 	}
 	if c.set("features") && !hasCache {
-		return usageErrorf("reproduce: --features %s: no feature cache there (want %s)", *featuresDir,
+		return cli.Usagef("reproduce: --features %s: no feature cache there (want %s)", *featuresDir,
 			strings.Join(reproduce.CacheFiles(*featuresDir), ", "))
 	}
 	be, err := newBackend(*backendFlag)

@@ -9,6 +9,7 @@ import (
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/features"
 	"github.com/fgn-paper/fgn/fgn/backend"
+	"github.com/fgn-paper/fgn/internal/cli"
 	"github.com/fgn-paper/fgn/internal/progress"
 )
 
@@ -62,13 +63,13 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	files := *trainX != "" || *trainY != "" || *evalX != "" || *evalY != ""
 	switch {
 	case *dataDir != "" && files:
-		return usageErrorf("train: --data and --train-features/--train-labels/--eval-* exclude each other")
+		return cli.Usagef("train: --data and --train-features/--train-labels/--eval-* exclude each other")
 	case files && (*trainX == "" || *trainY == ""):
-		return usageErrorf("train: --train-features and --train-labels go together")
+		return cli.Usagef("train: --train-features and --train-labels go together")
 	case (*evalX == "") != (*evalY == ""):
-		return usageErrorf("train: --eval-features and --eval-labels go together")
+		return cli.Usagef("train: --eval-features and --eval-labels go together")
 	case !(*holdout < 1):
-		return usageErrorf("train: --holdout %g: want a fraction in (0, 1)", *holdout)
+		return cli.Usagef("train: --holdout %g: want a fraction in (0, 1)", *holdout)
 	}
 	be, err := newBackend(*backendFlag)
 	if err != nil {

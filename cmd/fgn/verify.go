@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/fgn-paper/fgn/experiments/artifact"
+	"github.com/fgn-paper/fgn/internal/cli"
 )
 
 // subcommands are the fgn subcommands a claim of artifact.yaml may run (those run dispatches).
@@ -48,16 +49,16 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 	}
 	a, err := artifact.Load(*manifest, subcommands)
 	if err != nil {
-		return configError{err}
+		return cli.ConfigError{Err: err}
 	}
 	if _, ok := a.Profiles[*profile]; !ok {
 		names := slices.Sorted(maps.Keys(a.Profiles))
-		return usageErrorf("verify: --profile %s: the manifest has profiles %s", *profile, strings.Join(names, ", "))
+		return cli.Usagef("verify: --profile %s: the manifest has profiles %s", *profile, strings.Join(names, ", "))
 	}
 	exe := *fgnPath
 	if exe == "" {
 		if exe, err = os.Executable(); err != nil {
-			return configError{fmt.Errorf("verify: locating the fgn executable: %w (use --fgn)", err)}
+			return cli.ConfigError{Err: fmt.Errorf("verify: locating the fgn executable: %w (use --fgn)", err)}
 		}
 	}
 	if err := checkClaimsCanRun(a, exe); err != nil {
@@ -101,7 +102,7 @@ func checkClaimsCanRun(a *artifact.Artifact, fgnExe string) error {
 	for _, claim := range a.Claims {
 		cmd, err := artifact.ParseCommand(claim.Command, subcommands)
 		if err != nil {
-			return configError{fmt.Errorf("verify: claim %s: %w", claim.ID, err)}
+			return cli.ConfigError{Err: fmt.Errorf("verify: claim %s: %w", claim.ID, err)}
 		}
 		programs[cmd.Program] = true
 	}
@@ -111,7 +112,7 @@ func checkClaimsCanRun(a *artifact.Artifact, fgnExe string) error {
 			path = fgnExe
 		}
 		if _, err := exec.LookPath(path); err != nil {
-			return configError{fmt.Errorf("verify: the claims run %q, which cannot be run here: %w", p, err)}
+			return cli.ConfigError{Err: fmt.Errorf("verify: the claims run %q, which cannot be run here: %w", p, err)}
 		}
 	}
 	return nil

@@ -250,7 +250,7 @@ func StepTime(backend compute.Backend, c StepTimeConfig, progressW io.Writer) (*
 			return nil, err
 		}
 		for _, m := range c.Methods {
-			bar.Describe(fmt.Sprintf("C=%-4d %-17s", numClasses, m))
+			bar.Describe(fmt.Sprintf("panel (a) C=%-4d %-17s", numClasses, m))
 			times, loss, err := timeMethod(backend, c, m, numClasses, features, labels, bar)
 			if err != nil {
 				finalizeAll(labels)

@@ -76,7 +76,7 @@ func newXLA(options string) (b compute.Backend, err error) {
 	xla.EnableAutoInstall(false)
 	plugin, _, _ := strings.Cut(options, ",")
 	if plugin == "" {
-		return nil, fmt.Errorf("backend xla needs a PJRT plugin: \"xla:cuda\", \"xla:cpu\" or "+
+		return nil, fmt.Errorf("backend xla needs a PJRT plugin: \"xla:cuda\", \"xla:cpu\" or " +
 			"\"xla:/absolute/path/to/pjrt_plugin.so\"")
 	}
 	if filepath.IsAbs(plugin) {

@@ -25,6 +25,9 @@ type Optimizer interface {
 	// parameters lin.Params(), which must be the current node values of trainable variables of
 	// scope, and sets those variables to their updated values. The returned Direction reports the
 	// batch loss (before the step), CG iterations and residual, and the means of p_† and ξ.
+	// When Direction.Finite is false (a NaN or Inf in the loss, the direction or the CG residual,
+	// e.g. from a non-finite feature), the step leaves every parameter and every state variable
+	// unchanged.
 	//
 	// It is a graph-building function and panics on error.
 	UpdateGraph(scope *model.Scope, lin Linearization, labels *Node) *Direction
@@ -78,6 +81,10 @@ func (c *GNConfig) CGMaxIterations(n int) *GNConfig { c.cfg.CG.MaxIter = n; retu
 // CGTolerance sets the CG relative residual tolerance (default 1e-5).
 func (c *GNConfig) CGTolerance(tol float64) *GNConfig { c.cfg.CG.Tol = tol; return c }
 
+// CGStoppingRule sets FGN's CG stopping rule (default StopParameterResidual; the paper's
+// Algorithm 1 is StopWhitenedRowResidual). SGN's parameter-space CG has one rule.
+func (c *GNConfig) CGStoppingRule(rule StoppingRule) *GNConfig { c.cfg.CG.Rule = rule; return c }
+
 // WarmStart sets whether CG starts from the previous step's solution (SGN default: true, the
 // previous direction; FGN default: false — FGN's warm start is the previous row-space solution u,
 // meaningful only for a fixed batch size).
@@ -100,18 +107,10 @@ func (c *GNConfig) Validate() error {
 	switch {
 	case !(c.alpha > 0) || math.IsInf(c.alpha, 0):
 		return fmt.Errorf("fgn: learning rate α must be finite and > 0, got %g", c.alpha)
-	case !(c.cfg.Lambda > 0) || math.IsInf(c.cfg.Lambda, 0):
-		return fmt.Errorf("fgn: damping λ must be finite and > 0, got %g", c.cfg.Lambda)
-	case c.cfg.CG.MaxIter < 1:
-		return fmt.Errorf("fgn: CG iteration cap must be ≥ 1, got %d", c.cfg.CG.MaxIter)
-	case !(c.cfg.CG.Tol >= 0):
-		return fmt.Errorf("fgn: CG tolerance must be ≥ 0, got %g", c.cfg.CG.Tol)
-	case c.cfg.SaturationFloor < 0 || c.cfg.SaturationFloor >= 0.25:
-		return fmt.Errorf("fgn: saturation floor must be in [0, 1/4), got %g", c.cfg.SaturationFloor)
 	case c.scopeName == "":
 		return fmt.Errorf("fgn: empty optimizer scope name")
 	}
-	return nil
+	return c.cfg.Validate()
 }
 
 // Done validates the configuration and returns the optimizer. It panics on an invalid
@@ -152,13 +151,14 @@ func (o *gnOptimizer) UpdateGraph(scope *model.Scope, lin Linearization, labels 
 	default:
 		dir = FGNDirection(lin, labels, first(x0), o.c.cfg)
 	}
+	// A step whose loss, direction or CG residual is not finite changes nothing (Direction.Finite).
 	for k, v := range warm {
-		v.SetNodeValue(StopGradient(dir.Solution[k]))
+		v.SetNodeValue(keepUnless(dir.Finite, StopGradient(dir.Solution[k]), x0[k]))
 	}
 	for k, v := range vars {
 		p := lin.Params()[k]
 		alpha := Scalar(g, p.DType(), o.c.alpha)
-		v.SetNodeValue(Add(p, Mul(alpha, dir.D[k])))
+		v.SetNodeValue(keepUnless(dir.Finite, Add(p, Mul(alpha, dir.D[k])), p))
 	}
 	return dir
 }
@@ -212,6 +212,11 @@ func trainableVariables(scope *model.Scope, g *Graph, params Vec) []*model.Varia
 		}
 	}
 	return vars
+}
+
+// keepUnless returns updated where ok (a boolean scalar) holds, else current.
+func keepUnless(ok, updated, current *Node) *Node {
+	return Where(BroadcastToDims(ok, updated.Shape().Dimensions...), updated, current)
 }
 
 func first(v Vec) *Node {

@@ -123,6 +123,13 @@ func flat64(t *tensors.Tensor) []float64 {
 			out[i] = float64(f[i])
 		}
 		return out
+	case dtypes.Int64:
+		f := tensors.MustCopyFlatData[int64](t)
+		out := make([]float64, len(f))
+		for i := range f {
+			out[i] = float64(f[i])
+		}
+		return out
 	}
 	panic("flat64: unsupported dtype " + t.DType().String())
 }

@@ -38,7 +38,7 @@ func Loss(labels, predictions []*Node) *Node {
 // knows its Jacobian products in closed form calls it and returns lin.Logits() as its
 // prediction, e.g. an affine head returns the logits of a recorded NewAffineHead(h, W, bias).
 // lin.Params() must be the current values (v.NodeValue(g)) of the trainable variables that the
-// optimizer steps, in the order scope.IterVariables() yields them (see UpdateGraph).
+// optimizer steps, in any order (see Optimizer).
 func RecordLinearization(lin Linearization) {
 	rec := recordOf(lin.Logits().Graph())
 	if rec.lin != nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"path"
 	"slices"
+	"strings"
 
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -19,8 +20,8 @@ import (
 // optimizer: it implements optimizer.Interface, so FGN().Done() trains a model wherever
 // optimizer.Adam().Done() does (train.Trainer, train.Loop and its progress bar, checkpoints).
 //
-// Like Adam it steps the trainable variables of the scope it is given that the graph uses, in
-// the order scope.IterVariables() yields them, and keeps its state in variables (the
+// Like Adam it steps the trainable variables of the scope it is given that the graph uses
+// (scope.IterVariables()), and keeps its state in variables (the
 // warm-start vectors under its own scope, GoMLX's global step and learning-rate variables), so a
 // checkpoint restores it. Its curvature needs the batch's logits and labels, not only the loss:
 //
@@ -29,8 +30,8 @@ import (
 //     respect to the trainable variables by autodiff (Linearize), unless the model recorded a
 //     closed form with RecordLinearization. It panics if loss is not the one Loss returned.
 //   - UpdateGraphWithLinearization(scope, lin, labels) is the entry point for a training step
-//     built by hand: lin.Params() must be the current values (v.NodeValue(g)) of those trainable
-//     variables, in that order. It returns the step's Direction with its diagnostics.
+//     built by hand: lin.Params() must be the current values (v.NodeValue(g)) of exactly those
+//     trainable variables, in any order. It returns the step's Direction with its diagnostics.
 type Optimizer interface {
 	optimizer.Interface
 
@@ -168,15 +169,8 @@ func (o *gnOptimizer) UpdateGraph(scope *model.Scope, g *Graph, loss *Node) {
 
 func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linearization, labels *Node) *Direction {
 	g := labels.Graph()
-	vars, params := trainableVariables(scope, g)
-	if !slices.Equal(params, lin.Params()) {
-		names := make([]string, len(vars))
-		for k, v := range vars {
-			names[k] = v.Path()
-		}
-		exceptions.Panicf("fgn: the linearisation's %d parameters must be the current values (v.NodeValue(g)) of the "+
-			"trainable variables of scope %q that the graph uses, in this order: %v", len(lin.Params()), scope.Scope(), names)
-	}
+	params := lin.Params()
+	vars := variablesOf(scope, g, params)
 	dtype := lin.Logits().DType()
 	alpha := optimizer.LearningRateVar(scope, dtype, o.c.alpha).NodeValue(g)
 	_ = optimizer.IncrementGlobalStep(g, dtype)
@@ -238,22 +232,55 @@ func (o *gnOptimizer) Clear(scope *model.Scope) error {
 	return scope.Store().DeleteVariablesInScope(path.Join("/", o.c.scopeName))
 }
 
-// trainableVariables returns the trainable variables of scope that g uses, in the order
-// scope.IterVariables() yields them (the variables optimizer.Adam steps), and their current
-// values.
+// trainableVariables returns the trainable variables of scope that g uses, the variables
+// optimizer.Adam steps, and their current values, sorted by path: the store lists variables in
+// creation order, or in any order after a checkpoint is loaded, and a fixed order keeps the
+// step's floating-point sums, hence a restored run, reproducible.
 func trainableVariables(scope *model.Scope, g *Graph) ([]*model.Variable, Vec) {
 	var vars []*model.Variable
-	var values Vec
 	for v := range scope.IterVariables() {
 		if v.Trainable && v.InUseByGraph(g) {
 			vars = append(vars, v)
-			values = append(values, v.NodeValue(g))
 		}
 	}
 	if len(vars) == 0 {
 		exceptions.Panicf("fgn: no trainable variable of scope %q is used by the graph", scope.Scope())
 	}
+	slices.SortFunc(vars, func(a, b *model.Variable) int { return strings.Compare(a.Path(), b.Path()) })
+	values := make(Vec, len(vars))
+	for k, v := range vars {
+		values[k] = v.NodeValue(g)
+	}
 	return vars, values
+}
+
+// variablesOf returns, for each parameter of a linearisation, the trainable variable whose
+// current value it is. The parameters must be the current values of exactly the trainable
+// variables of scope that g uses, in any order: the optimizer steps all of them, as Adam does.
+func variablesOf(scope *model.Scope, g *Graph, params Vec) []*model.Variable {
+	vars, values := trainableVariables(scope, g)
+	byValue := make(map[*Node]*model.Variable, len(vars))
+	for k, v := range vars {
+		byValue[values[k]] = v
+	}
+	out := make([]*model.Variable, len(params))
+	for k, p := range params {
+		if out[k] = byValue[p]; out[k] == nil {
+			exceptions.Panicf("fgn: parameter %d (%s) of the linearisation is not the current value (v.NodeValue(g)) of "+
+				"a trainable variable of scope %q, or is repeated", k, p.Shape(), scope.Scope())
+		}
+		delete(byValue, p)
+	}
+	if len(byValue) > 0 {
+		var missing []string
+		for _, v := range byValue {
+			missing = append(missing, v.Path())
+		}
+		slices.Sort(missing)
+		exceptions.Panicf("fgn: the linearisation has no parameter for the trainable variables %v of scope %q, which "+
+			"the optimizer steps (mark variables it must not step with SetTrainable(false))", missing, scope.Scope())
+	}
+	return out
 }
 
 // name is the optimizer's name in messages.

@@ -254,7 +254,7 @@ func TestOptimizerConfigErrors(t *testing.T) {
 		head := NewAffineHead(h, notVar, Zeros(h.Graph(), tensors.FromValue([]float64{0, 0}).Shape()))
 		return FGN().Done().UpdateGraphWithLinearization(scope, head, labels).Loss
 	}).Call([][]float64{{1}}, []int32{0})
-	if err == nil || !strings.Contains(err.Error(), "must be the current values (v.NodeValue(g)) of the trainable variables") {
+	if err == nil || !strings.Contains(err.Error(), "of the linearisation is not the current value (v.NodeValue(g)) of a trainable variable") {
 		t.Errorf("non-variable parameter: error %v", err)
 	}
 }

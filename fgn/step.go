@@ -131,7 +131,7 @@ func FGNDirection(lin Linearization, labels, u0 *Node, cfg Config) *Direction {
 	// Coupling of the saturated rows into the whitened ones: −Q_W^{1/2} J J_Rᵀ δ_R.
 	rhs := Sub(w.rTilde, Mul(w.sqrtQ, j.JVP(j.VJP(w.deltaR))))
 	op := FGNRowOperator(j, w.sqrtQ, bLambda)
-	sol := CG(func(v Vec) Vec { return Vec{op(v[0])} }, Vec{rhs}, rowStart(u0), cfg.CG, lin.loopSafe())
+	sol := CG(func(v Vec) Vec { return Vec{op(v[0])} }, Vec{rhs}, rowStart(u0), cfg.CG, inWhileLoop(lin))
 	d := vecScale(Scalar(g, dtype, -1), j.VJP(Add(w.deltaR, Mul(w.sqrtQ, sol.X[0]))))
 	dir := newDirection(d, m, sol)
 	dir.RowRHS = rhs
@@ -180,7 +180,7 @@ func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Config) *Directio
 	probs := Softmax(lin.Logits(), -1)
 	grad := vecScale(Scalar(g, dtype, 1/b), lin.VJP(Sub(probs, m.OneHot)))
 	op := GGNOperator(lin, probs, Scalar(g, dtype, cfg.Lambda))
-	sol := CG(op, vecScale(Scalar(g, dtype, -1), grad), x0, cfg.CG, lin.loopSafe())
+	sol := CG(op, vecScale(Scalar(g, dtype, -1), grad), x0, cfg.CG, inWhileLoop(lin))
 	return newDirection(sol.X, m, sol)
 }
 

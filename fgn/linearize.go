@@ -29,9 +29,8 @@ type Linearization interface {
 
 // whileSafe is implemented by the linearisations of this package whose products may be built
 // inside a GoMLX While body, so that CG runs in an in-graph While loop on them; CG's loop is
-// unrolled for every other linearisation. GoMLX v0.28.3 cannot execute Gradient nodes built
-// inside a While body on the Go backend ("input 0 for node Mul not computed yet"), so
-// autodiff products (Linearize) never qualify.
+// unrolled for every other linearisation, autodiff products included (see "In-graph CG" in the
+// package documentation).
 type whileSafe interface {
 	whileSafe()
 }

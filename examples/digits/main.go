@@ -162,6 +162,7 @@ func main() {
 
 // printResults prints one line per method.
 func printResults(results []result) {
+	fmt.Println("held-out accuracy and cross-entropy; training time includes compiling the step")
 	fmt.Printf("%-5s %6s %10s %10s %11s %12s\n", "", "steps", "accuracy", "loss", "train time", "median step")
 	for _, r := range results {
 		fmt.Printf("%-5s %6d %9.1f%% %10.4f %11s %12s\n", r.Method, r.Steps, 100*r.Accuracy, r.HeldOutLoss,

@@ -7,14 +7,14 @@ import (
 )
 
 // TestDigits trains the example's MLP with FGN, SGN and Adam through train.Trainer and checks
-// each held-out accuracy against a bound well above chance (10 %) and below what each reaches
-// at the default settings, so that a broken optimizer, loss or data loader fails the test.
+// each held-out accuracy against 95 %: chance is 10 %, and each method reaches about 98 % at the
+// default settings, so a broken optimizer, loss or data loader fails the test.
 func TestDigits(t *testing.T) {
 	results, err := run(backend.MustNew(), defaultConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const minAccuracy = 0.9
+	const minAccuracy = 0.95
 	if len(results) != len(methods) {
 		t.Fatalf("got %d results, want one per method (%d)", len(results), len(methods))
 	}

@@ -52,7 +52,7 @@ type method struct {
 }
 
 // methods are FGN and SGN (fgn's optimizers, matrix-free by autodiff on this MLP) and GoMLX's
-// Adam, with step sizes and damping chosen for this model.
+// Adam, with step sizes and damping set by hand, not tuned.
 var methods = []method{
 	{"FGN", func() optimizer.Interface { return fgn.FGN().LearningRate(1).Damping(0.1).Done() }},
 	{"SGN", func() optimizer.Interface { return fgn.SGN().LearningRate(1).Damping(0.1).Done() }},

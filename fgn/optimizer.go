@@ -38,7 +38,10 @@ type Optimizer interface {
 	// UpdateGraphWithLinearization builds one step w ← w + α d: it computes the damped direction
 	// d at the current parameters lin.Params() and sets the variables to their updated values.
 	// The returned Direction reports the batch loss (before the step), CG iterations and
-	// residual, and the means of p_† and ξ.
+	// residual, and the means of p_† and ξ. When Direction.Finite is false (a NaN or Inf in the
+	// loss, the direction or the CG residual, e.g. from a non-finite feature), the step leaves
+	// every parameter and every warm-start state variable unchanged; the global step still
+	// counts it, as train.Loop does.
 	//
 	// It is a graph-building function and panics on error.
 	UpdateGraphWithLinearization(scope *model.Scope, lin Linearization, labels *Node) *Direction
@@ -93,6 +96,10 @@ func (c *GNConfig) CGMaxIterations(n int) *GNConfig { c.cfg.CG.MaxIter = n; retu
 // CGTolerance sets the CG relative residual tolerance (default 1e-5).
 func (c *GNConfig) CGTolerance(tol float64) *GNConfig { c.cfg.CG.Tol = tol; return c }
 
+// CGStoppingRule sets FGN's CG stopping rule (default StopParameterResidual; the paper's
+// Algorithm 1 is StopWhitenedRowResidual). SGN's parameter-space CG has one rule.
+func (c *GNConfig) CGStoppingRule(rule StoppingRule) *GNConfig { c.cfg.CG.Rule = rule; return c }
+
 // WarmStart sets whether CG starts from the previous step's solution (SGN default: true, the
 // previous direction; FGN default: false — FGN's warm start is the previous row-space solution u,
 // meaningful only for a fixed batch size).
@@ -115,18 +122,10 @@ func (c *GNConfig) Validate() error {
 	switch {
 	case !(c.alpha > 0) || math.IsInf(c.alpha, 0):
 		return fmt.Errorf("fgn: learning rate α must be finite and > 0, got %g", c.alpha)
-	case !(c.cfg.Lambda > 0) || math.IsInf(c.cfg.Lambda, 0):
-		return fmt.Errorf("fgn: damping λ must be finite and > 0, got %g", c.cfg.Lambda)
-	case c.cfg.CG.MaxIter < 1:
-		return fmt.Errorf("fgn: CG iteration cap must be ≥ 1, got %d", c.cfg.CG.MaxIter)
-	case !(c.cfg.CG.Tol >= 0):
-		return fmt.Errorf("fgn: CG tolerance must be ≥ 0, got %g", c.cfg.CG.Tol)
-	case c.cfg.SaturationFloor < 0 || c.cfg.SaturationFloor >= 0.25:
-		return fmt.Errorf("fgn: saturation floor must be in [0, 1/4), got %g", c.cfg.SaturationFloor)
 	case c.scopeName == "":
 		return fmt.Errorf("fgn: empty optimizer scope name")
 	}
-	return nil
+	return c.cfg.Validate()
 }
 
 // Done validates the configuration and returns the optimizer. It panics on an invalid
@@ -196,11 +195,13 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 	default:
 		dir = FGNDirection(lin, labels, first(x0), o.c.cfg)
 	}
+	// A step whose loss, direction or CG residual is not finite changes nothing (Direction.Finite).
 	for k, v := range warm {
-		v.SetNodeValue(StopGradient(dir.Solution[k]))
+		v.SetNodeValue(keepUnless(dir.Finite, StopGradient(dir.Solution[k]), x0[k]))
 	}
 	for k, v := range vars {
-		v.SetNodeValue(Add(params[k], Mul(ConvertDType(alpha, params[k].DType()), dir.D[k])))
+		updated := Add(params[k], Mul(ConvertDType(alpha, params[k].DType()), dir.D[k]))
+		v.SetNodeValue(keepUnless(dir.Finite, updated, params[k]))
 	}
 	return dir
 }
@@ -289,6 +290,11 @@ func (c *GNConfig) name() string {
 		return "FGN"
 	}
 	return "SGN"
+}
+
+// keepUnless returns updated where ok (a boolean scalar) holds, else current.
+func keepUnless(ok, updated, current *Node) *Node {
+	return Where(BroadcastToDims(ok, updated.Shape().Dimensions...), updated, current)
 }
 
 func first(v Vec) *Node {

@@ -1,14 +1,17 @@
 package fgn
 
 import (
+	"math"
 	"path"
 	"strings"
 	"testing"
 
+	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
 
 // optModel holds a problem's parameters as model variables (float64) and builds the
@@ -22,6 +25,11 @@ type optModel struct {
 }
 
 func newOptModel(p *problem, mlp, generic bool) *optModel {
+	return newOptModelOf(p, mlp, generic, dtypes.Float64)
+}
+
+// newOptModelOf is newOptModel with parameters of the given dtype.
+func newOptModelOf(p *problem, mlp, generic bool, dtype dtypes.DType) *optModel {
 	store := model.NewStore()
 	scope := store.RootScope().In("classifier")
 	m := &optModel{store: store, mlp: mlp, generic: generic}
@@ -32,7 +40,7 @@ func newOptModel(p *problem, mlp, generic bool) *optModel {
 		names = []string{"W1", "b1", "W2", "b2"}
 	}
 	for _, n := range names {
-		m.vars = append(m.vars, scope.VariableWithValue(n, params[n]))
+		m.vars = append(m.vars, scope.VariableWithValue(n, cast(params[n], dtype)))
 	}
 	return m
 }
@@ -241,6 +249,9 @@ func TestOptimizerConfigErrors(t *testing.T) {
 		{FGN().CGMaxIterations(0), "iteration cap"},
 		{SGN().CGTolerance(-1), "tolerance"},
 		{FGN().SaturationFloor(0.3), "saturation floor"},
+		{FGN().CGTolerance(math.NaN()), "tolerance"},
+		{FGN().CGTolerance(math.Inf(1)), "tolerance"},
+		{FGN().CGStoppingRule(StoppingRule(7)), "stopping rule"},
 	} {
 		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Validate() = %v, want an error about %q", err, tc.want)
@@ -256,5 +267,60 @@ func TestOptimizerConfigErrors(t *testing.T) {
 	}).Call([][]float64{{1}}, []int32{0})
 	if err == nil || !strings.Contains(err.Error(), "of the linearisation is not the current value (v.NodeValue(g)) of a trainable variable") {
 		t.Errorf("non-variable parameter: error %v", err)
+	}
+}
+
+// TestNonFiniteStepChangesNothing checks that a batch with a NaN or Inf feature leaves every
+// parameter and every optimizer state variable bit-identical and reports Direction.Finite false,
+// for FGN (closed-form Gram, matrix-free) and SGN in float32 and float64.
+func TestNonFiniteStepChangesNothing(t *testing.T) {
+	p := newProblem(23, 6, 4, 3, 3, 1)
+	for _, dtype := range []dtypes.DType{dtypes.Float32, dtypes.Float64} {
+		for _, tc := range []struct {
+			name string
+			opt  *GNConfig
+			bad  float64
+		}{
+			{"FGN closed-form Gram", FGN().WarmStart(true), math.NaN()},
+			{"FGN matrix-free", FGN().WarmStart(true).MatrixFree(true), math.Inf(1)},
+			{"SGN", SGN(), math.NaN()},
+		} {
+			t.Run(tc.name+"/"+dtype.String(), func(t *testing.T) {
+				m := newOptModelOf(p, false, false, dtype)
+				opt := tc.opt.Done()
+				exec := model.MustNewExec(testBackend, m.store, func(scope *model.Scope, h, labels *Node) []*Node {
+					dir := opt.UpdateGraphWithLinearization(scope, m.lin(h), labels)
+					return []*Node{dir.Finite, dir.Loss}
+				})
+				good := cast(p.h, dtype)
+				if out := exec.MustCall(good, p.labels); !tensors.ToScalar[bool](out[0]) {
+					t.Fatalf("a finite batch reported a non-finite step")
+				}
+				snapshot := func() []float64 { // every variable but the global step, which counts every step
+					var all []float64
+					for v := range m.store.IterVariables() {
+						if v.Path() != "/"+optimizer.GlobalStepVariableName {
+							all = append(all, flat64(v.MustValue())...)
+						}
+					}
+					return all
+				}
+				before := snapshot()
+				if u := m.store.GetVariable("/FGNOptimizer/row_solution"); tc.opt.fgn && (u == nil || maxAbs(flat64(u.MustValue())) == 0) {
+					t.Fatalf("FGN's warm-start state is missing or zero after a step: the test would not see it change")
+				}
+				badH := cast(p.h, dtypes.Float64).([][]float64)
+				badH = append([][]float64(nil), badH...)
+				badH[2] = append([]float64(nil), badH[2]...)
+				badH[2][1] = tc.bad
+				out := exec.MustCall(cast(badH, dtype), p.labels)
+				if tensors.ToScalar[bool](out[0]) {
+					t.Errorf("a batch with a %v feature reported a finite step", tc.bad)
+				}
+				if after := snapshot(); relErr(after, before) != 0 || len(after) != len(before) {
+					t.Errorf("a non-finite step changed the variables: relative change %g", relErr(after, before))
+				}
+			})
+		}
 	}
 }

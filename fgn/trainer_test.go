@@ -185,3 +185,43 @@ func equalBits(a, b []float64) bool {
 	}
 	return true
 }
+
+// TestTrainerNonFiniteStep checks that in train.Trainer a batch with a NaN feature leaves the
+// model's parameters and the optimizer's warm-start state bit-identical, for FGN and SGN.
+func TestTrainerNonFiniteStep(t *testing.T) {
+	p := newProblem(33, 6, 4, 3, 3, 1)
+	bad := *p
+	bad.h = append([][]float64(nil), p.h...)
+	bad.h[3] = append([]float64{math.NaN()}, p.h[3][1:]...)
+	for _, opt := range []*GNConfig{FGN().WarmStart(true), SGN()} {
+		m := newOptModel(p, true, false)
+		trainer := train.NewTrainer(testBackend, m.store, m.logits, Loss, opt.Done(), nil, nil)
+		snapshot := func() map[string][]float64 { // the trainer's metrics and the global step excluded
+			all := map[string][]float64{}
+			for v := range m.store.IterVariables() {
+				if !strings.HasPrefix(v.Path(), "/metrics/") && v.Path() != "/global_step" {
+					all[v.Path()] = flat64(v.MustValue())
+				}
+			}
+			return all
+		}
+		for _, batch := range []*problem{p, &bad} {
+			before := snapshot()
+			if _, err := trainer.TrainStep(batch.batch()); err != nil {
+				t.Fatalf("%s: %+v", opt.name(), err)
+			}
+			changed := 0
+			for path, values := range snapshot() {
+				if !equalBits(values, before[path]) {
+					changed++
+				}
+			}
+			switch {
+			case batch == p && changed == 0:
+				t.Errorf("%s: a finite batch changed no variable", opt.name())
+			case batch == &bad && changed != 0:
+				t.Errorf("%s: a batch with a NaN feature changed %d variables, want none", opt.name(), changed)
+			}
+		}
+	}
+}

@@ -126,8 +126,8 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "backend: %s\ndata: %s: %d training, %d held-out examples, d=%d\n",
 		backend.Describe(be), source, trainSet.N, evalSet.N, trainSet.D)
-	fmt.Fprintf(stdout, "%-12s %10s %10s %10s %12s %10s %8s\n", "method", "train CE", "eval CE", "eval acc",
-		"opt seconds", "ms/step", "CG its")
+	fmt.Fprintf(stdout, "%-12s %10s %10s %10s %12s %10s %8s %8s\n", "method", "train CE", "eval CE", "eval acc",
+		"opt seconds", "ms/step", "CG its", "skipped")
 	for _, m := range ms {
 		cfg := train.Config{Method: m, Model: train.Model{Hidden: *hidden}, Classes: *classesFlag,
 			BatchSize: *batch, Epochs: *epochs, EvalEvery: *evalEvery, Seed: *seed,
@@ -146,9 +146,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		last := tr.Points[len(tr.Points)-1]
-		fmt.Fprintf(stdout, "%-12s %10.4f %10.4f %10.4f %12.3f %10.2f %8.2f   → %s\n", m, last.TrainLoss,
+		fmt.Fprintf(stdout, "%-12s %10.4f %10.4f %10.4f %12.3f %10.2f %8.2f %8d   → %s\n", m, last.TrainLoss,
 			last.EvalLoss, last.EvalAccuracy, last.OptSeconds, 1e3*last.OptSeconds/float64(last.Step),
-			last.CGIterations, path)
+			last.CGIterations, last.SkippedSteps, path)
 	}
 	return nil
 }

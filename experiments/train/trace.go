@@ -10,7 +10,7 @@ import (
 
 // traceColumns are the CSV columns of a trace, in Point's field order.
 var traceColumns = []string{"step", "epoch", "opt_seconds", "train_loss", "eval_loss", "eval_accuracy",
-	"cg_iterations", "cg_residual", "mean_p_dagger", "mean_xi"}
+	"cg_iterations", "cg_residual", "mean_p_dagger", "mean_xi", "skipped_steps"}
 
 // Table returns the trace as a report table whose comments record the run's configuration.
 func (t *Trace) Table() *report.Table {
@@ -23,6 +23,9 @@ func (t *Trace) Table() *report.Table {
 		tab.Comment("lambda", report.Format(t.Hyper.Lambda))
 		tab.Comment("cg_max_iterations", strconv.Itoa(t.Hyper.CGMaxIter))
 		tab.Comment("cg_tolerance", report.Format(t.Hyper.CGTol))
+		if c.Method != SGN {
+			tab.Comment("cg_stopping_rule", t.Hyper.CGRule.String())
+		}
 	}
 	tab.Comment("classes", strconv.Itoa(t.Classes))
 	tab.Comment("batch_size", strconv.Itoa(c.BatchSize))
@@ -34,7 +37,7 @@ func (t *Trace) Table() *report.Table {
 	tab.Comment("opt_seconds", "synchronised optimisation time only (no compilation, evaluation, logging or I/O)")
 	for _, p := range t.Points {
 		tab.Add(p.Step, p.Epoch, p.OptSeconds, p.TrainLoss, p.EvalLoss, p.EvalAccuracy,
-			p.CGIterations, p.CGResidual, p.MeanPDagger, p.MeanXi)
+			p.CGIterations, p.CGResidual, p.MeanPDagger, p.MeanXi, p.SkippedSteps)
 	}
 	return tab
 }
@@ -56,7 +59,7 @@ func PointsFromTable(tab *report.Table) ([]Point, error) {
 		}
 		points[i] = Point{Step: int(step), Epoch: cols[1][i], OptSeconds: cols[2][i], TrainLoss: cols[3][i],
 			EvalLoss: cols[4][i], EvalAccuracy: cols[5][i], CGIterations: cols[6][i], CGResidual: cols[7][i],
-			MeanPDagger: cols[8][i], MeanXi: cols[9][i]}
+			MeanPDagger: cols[8][i], MeanXi: cols[9][i], SkippedSteps: int(cols[10][i])}
 	}
 	return points, nil
 }

@@ -241,7 +241,7 @@ func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Config) *Directio
 	probs := Softmax(lin.Logits(), -1)
 	grad := vecScale(Scalar(g, dtype, 1/b), lin.VJP(Sub(probs, m.OneHot)))
 	op := GGNOperator(lin, probs, Scalar(g, dtype, cfg.Lambda))
-	sol := CG(op, vecScale(Scalar(g, dtype, -1), grad), x0, cfg.CG, inWhileLoop(lin))
+	sol := solveCG(cgSystem{curvature: op, rhs: vecScale(Scalar(g, dtype, -1), grad), x0: x0}, cfg.CG, inWhileLoop(lin))
 	return newDirection(sol.X, m, sol)
 }
 

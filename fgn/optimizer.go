@@ -21,9 +21,9 @@ import (
 // optimizer.Adam().Done() does (train.Trainer, train.Loop and its progress bar, checkpoints).
 //
 // Like Adam it steps the trainable variables of the scope it is given that the graph uses
-// (scope.IterVariables()), and keeps its state in variables (the
-// warm-start vectors under its own scope, GoMLX's global step and learning-rate variables), so a
-// checkpoint restores it. Its curvature needs the batch's logits and labels, not only the loss:
+// (scope.IterVariables()), and keeps its state in variables (the warm-start vectors under its own
+// scope, GoMLX's global step and learning-rate variables), so a checkpoint restores it. Its
+// curvature needs the batch's logits and labels, not only the loss:
 //
 //   - UpdateGraph(scope, g, loss), the Trainer's entry point, takes them from the graph, where
 //     Loss (the loss function to give the Trainer) records them. The logits are linearised with

@@ -152,7 +152,7 @@ func adamStep(lr float64) stepFunc {
 // products both use: the optimizer computes the direction and updates the variables.
 func gnStep(opt fgn.Optimizer) stepFunc {
 	return func(scope *model.Scope, h, labels *Node, w, bias *model.Variable) *Node {
-		return opt.UpdateGraph(scope, headOf(h, w, bias), labels).Loss
+		return opt.UpdateGraphWithLinearization(scope, headOf(h, w, bias), labels).Loss
 	}
 }
 

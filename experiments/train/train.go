@@ -332,7 +332,7 @@ func newStep(be compute.Backend, store *model.Store, vars []*model.Variable, m M
 			zero := ScalarZero(in[0].Graph(), loss.DType())
 			return []*Node{loss, zero, zero, ReduceAllMean(margin.PDagger), ReduceAllMean(margin.Xi), finite}
 		}
-		dir := gn.UpdateGraph(scope, lin, in[1])
+		dir := gn.UpdateGraphWithLinearization(scope, lin, in[1])
 		return []*Node{dir.Loss, ConvertDType(dir.Iterations, dir.Loss.DType()), dir.Residual, dir.MeanPDagger,
 			dir.MeanXi, dir.Finite}
 	})

@@ -68,9 +68,9 @@ func benchmarkStep(b *testing.B, method string, batch, dim, numClasses int) {
 			adam.UpdateGraph(scope, g, loss)
 			return loss
 		case "FGNAutodiff": // generic closures
-			return opt.UpdateGraph(scope, Linearize(head.Logits(), head.Params()), labels).Loss
+			return opt.UpdateGraphWithLinearization(scope, Linearize(head.Logits(), head.Params()), labels).Loss
 		default: // SGN, FGN (matrix-free), FGNClosedForm
-			return opt.UpdateGraph(scope, head, labels).Loss
+			return opt.UpdateGraphWithLinearization(scope, head, labels).Loss
 		}
 	})
 	exec.MustCall(h, labels) // compile and warm up

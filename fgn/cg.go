@@ -95,13 +95,13 @@ type CGResult struct {
 // ‖A x − rhs‖ ≤ Tol·‖rhs‖ or after MaxIter iterations (s.Rule does not apply: the residual is
 // that of the system given).
 //
-// With inLoop the iterations run in a GoMLX While loop that exits as soon as the tolerance is
-// met, so on XLA the whole solve stays on the device. Otherwise the MaxIter iterations are
-// unrolled into the graph and an iteration past convergence is masked to a no-op, which gives the
-// same iterates and iteration count. op must be buildable inside a While body when inLoop is
-// set; see Linearization.
-func CG(op func(Vec) Vec, rhs, x0 Vec, s CGSettings, inLoop bool) CGResult {
-	return solveCG(cgSystem{curvature: op, rhs: rhs, x0: x0}, s, inLoop)
+// The MaxIter iterations are unrolled into the graph and an iteration past convergence is masked
+// to a no-op, so op may be any graph function, autodiff products included. (The directions of
+// this package run the same iterations in a While loop, with the same iterates and iteration
+// count, when their operator can be built inside a While body; see "In-graph CG" in the package
+// documentation.)
+func CG(op func(Vec) Vec, rhs, x0 Vec, s CGSettings) CGResult {
+	return solveCG(cgSystem{curvature: op, rhs: rhs, x0: x0}, s, false)
 }
 
 // cgSystem is the damped system (C + σI) x = rhs that solveCG solves, with C symmetric positive
@@ -124,7 +124,10 @@ func (sys cgSystem) apply(v Vec) (cv, av Vec) {
 	return cv, vecAxpy(cv, sys.shift, v)
 }
 
-// solveCG runs CG on sys.
+// solveCG runs CG on sys. With inLoop the iterations run in a GoMLX While loop that exits as soon
+// as the test passes, so on XLA the whole solve stays on the device; sys's operator must then be
+// buildable inside a While body (see whileSafe). Otherwise they are unrolled and masked as
+// described for CG.
 //
 // The Euclidean test ‖e_k‖ uses the recurrence's ‖r_k‖², known before iteration k applies the
 // operator, so iteration k runs only if r_k fails the test (MaxIter operator products at most).

@@ -38,7 +38,7 @@ func BenchmarkCGLoop(b *testing.B) {
 				exec := MustNewExec(testBackend, func(h, rhs *Node) *Node {
 					k := gram(h)
 					op := func(v Vec) Vec { return Vec{rowOp(k, v[0])} }
-					return CG(op, Vec{rhs}, nil, settings, variant == "While").X[0]
+					return solveCG(cgSystem{curvature: op, rhs: Vec{rhs}}, settings, variant == "While").X[0]
 				})
 				exec.MustCall(h, r)[0].FinalizeAll()
 				b.ResetTimer()

@@ -156,7 +156,7 @@ func newWhitening(m *Margin, bLambda *Node, floor float64) whitening {
 func FGNDirection(lin Linearization, labels, u0 *Node, cfg Config) *Direction {
 	m := NewMargin(lin.Logits(), labels)
 	j := MarginJacobian{Lin: lin, GradS: m.GradS}
-	return rowSpaceDirection(m, j, matrixFreeGram{j}, u0, cfg, lin.loopSafe())
+	return rowSpaceDirection(m, j, matrixFreeGram{j}, u0, cfg, inWhileLoop(lin))
 }
 
 // FGNAffineDirection is FGNDirection for the affine head z = h W + 1 bᵀ using the closed-form
@@ -241,7 +241,7 @@ func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Config) *Directio
 	probs := Softmax(lin.Logits(), -1)
 	grad := vecScale(Scalar(g, dtype, 1/b), lin.VJP(Sub(probs, m.OneHot)))
 	op := GGNOperator(lin, probs, Scalar(g, dtype, cfg.Lambda))
-	sol := CG(op, vecScale(Scalar(g, dtype, -1), grad), x0, cfg.CG, lin.loopSafe())
+	sol := solveCG(cgSystem{curvature: op, rhs: vecScale(Scalar(g, dtype, -1), grad), x0: x0}, cfg.CG, inWhileLoop(lin))
 	return newDirection(sol.X, m, sol)
 }
 

@@ -217,7 +217,7 @@ func TestConfigErrors(t *testing.T) {
 		want                        string
 	}{
 		{"unknown profile", "huge", "", "", `unknown profile "huge"`},
-		{"unusable backend", "quick", "bogus", "", `the claims' backend cannot be created: unknown backend "bogus"`},
+		{"unusable backend", "quick", "bogus", "", `the claims' backend cannot be created: GOMLX_BACKEND="bogus": unknown backend "bogus"`},
 		{"missing program", "quick", "", "/nonexistent/fgn", "claim value-pass runs /nonexistent/fgn"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -217,6 +218,17 @@ func TestTraceTableRoundTrip(t *testing.T) {
 	}
 	if m, _ := tab.Lookup("method"); m != "sgn" {
 		t.Errorf("method comment %q, want sgn", m)
+	}
+	// float32 values are written in their shortest float32 form, not widened (0.98 rather than
+	// its widened float64 form).
+	col, err := tab.Column("eval_accuracy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, row := range tab.Rows {
+		if want := strconv.FormatFloat(tr.Points[i].EvalAccuracy, 'g', -1, 32); row[col] != want {
+			t.Errorf("row %d eval_accuracy %q, want the float32 form %q", i, row[col], want)
+		}
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	gplot "gonum.org/v1/plot"
+
 	"github.com/fgn-paper/fgn/experiments/train"
 )
 
@@ -153,53 +155,35 @@ func TestErrors(t *testing.T) {
 
 func second[T any](_ T, err error) error { return err }
 
-func TestNiceTicks(t *testing.T) {
+// TestTickers checks the labelled ticks of the project's linear (NiceTicks) and log (Decades)
+// tickers, and that no tick lies outside the axis range.
+func TestTickers(t *testing.T) {
 	for _, tc := range []struct {
+		ticker gplot.Ticker
 		lo, hi float64
 		labels []string
 	}{
-		{3.2, 38.5, []string{"10", "20", "30"}},
-		{0, 1, []string{"0", "0.5", "1"}},
-		{30, 41, []string{"30", "35", "40"}},
-		{0.31, 0.36, []string{"0.32", "0.34", "0.36"}},
-		{-3, 3, []string{"-2", "0", "2"}},
+		{NiceTicks{}, 3.2, 38.5, []string{"10", "20", "30"}},
+		{NiceTicks{}, 0, 1, []string{"0", "0.5", "1"}},
+		{NiceTicks{}, 30, 41, []string{"30", "35", "40"}},
+		{NiceTicks{}, 0.31, 0.36, []string{"0.32", "0.34", "0.36"}},
+		{NiceTicks{}, -3, 3, []string{"-2", "0", "2"}},
+		{Decades{}, 1e-11, 1, []string{"1e-09", "1e-06", "0.001", "1"}},
+		{Decades{}, 0.5, 30, []string{"1", "10"}},
+		{Decades{}, 0.002, 2000, []string{"0.01", "0.1", "1", "10", "100", "1000"}},
+		{Decades{}, 3e4, 2e6, []string{"100000", "1e+06"}},
 	} {
 		var labels []string
-		for _, tick := range (NiceTicks{}).Ticks(tc.lo, tc.hi) {
+		for _, tick := range tc.ticker.Ticks(tc.lo, tc.hi) {
 			if tick.Value < tc.lo || tick.Value > tc.hi {
-				t.Errorf("[%g, %g]: tick %g outside the range", tc.lo, tc.hi, tick.Value)
+				t.Errorf("%T [%g, %g]: tick %g outside the range", tc.ticker, tc.lo, tc.hi, tick.Value)
 			}
 			if tick.Label != "" {
 				labels = append(labels, tick.Label)
 			}
 		}
 		if !slices.Equal(labels, tc.labels) {
-			t.Errorf("[%g, %g]: labels %q, want %q", tc.lo, tc.hi, labels, tc.labels)
-		}
-	}
-}
-
-func TestDecades(t *testing.T) {
-	for _, tc := range []struct {
-		lo, hi float64
-		labels []string
-	}{
-		{1e-11, 1, []string{"1e-09", "1e-06", "0.001", "1"}},
-		{0.5, 30, []string{"1", "10"}},
-		{0.002, 2000, []string{"0.01", "0.1", "1", "10", "100", "1000"}},
-		{3e4, 2e6, []string{"100000", "1e+06"}},
-	} {
-		var labels []string
-		for _, tick := range (Decades{}).Ticks(tc.lo, tc.hi) {
-			if tick.Value < tc.lo || tick.Value > tc.hi {
-				t.Errorf("[%g, %g]: tick %g outside the range", tc.lo, tc.hi, tick.Value)
-			}
-			if tick.Label != "" {
-				labels = append(labels, tick.Label)
-			}
-		}
-		if !slices.Equal(labels, tc.labels) {
-			t.Errorf("[%g, %g]: labels %q, want %q", tc.lo, tc.hi, labels, tc.labels)
+			t.Errorf("%T [%g, %g]: labels %q, want %q", tc.ticker, tc.lo, tc.hi, labels, tc.labels)
 		}
 	}
 }

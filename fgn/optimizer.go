@@ -65,6 +65,7 @@ type GNConfig struct {
 	cfg        Config
 	warmStart  bool
 	matrixFree bool
+	damping    DampingPolicy
 	scopeName  string
 }
 
@@ -72,7 +73,8 @@ type GNConfig struct {
 // at most 5 CG iterations, tolerance 1e-5, no warm start. Its warm-start state lives under the
 // store scope "/FGNOptimizer".
 func FGN() *GNConfig {
-	return &GNConfig{fgn: true, alpha: DefaultLearningRate, cfg: DefaultConfig, scopeName: "FGNOptimizer"}
+	return &GNConfig{fgn: true, alpha: DefaultLearningRate, cfg: DefaultConfig, damping: ConstantDamping{},
+		scopeName: "FGNOptimizer"}
 }
 
 // SGN returns the configuration of the SGN baseline optimizer (full softmax GGN, parameter-space
@@ -80,15 +82,21 @@ func FGN() *GNConfig {
 // warm-started from the previous direction. Its warm-start state lives under the store scope
 // "/SGNOptimizer".
 func SGN() *GNConfig {
-	return &GNConfig{alpha: DefaultLearningRate, cfg: DefaultConfig, warmStart: true, scopeName: "SGNOptimizer"}
+	return &GNConfig{alpha: DefaultLearningRate, cfg: DefaultConfig, warmStart: true, damping: ConstantDamping{},
+		scopeName: "SGNOptimizer"}
 }
 
 // LearningRate sets the step size α > 0 (default 0.1). It is the initial value of GoMLX's
 // learning-rate variable (optimizer.LearningRateVar), which learning-rate schedules may change.
 func (c *GNConfig) LearningRate(alpha float64) *GNConfig { c.alpha = alpha; return c }
 
-// Damping sets the constant damping λ > 0 (default 1).
+// Damping sets the damping λ > 0 (default 1): the constant λ, or an adaptive policy's initial λ.
 func (c *GNConfig) Damping(lambda float64) *GNConfig { c.cfg.Lambda = lambda; return c }
+
+// DampingPolicy sets how λ evolves from step to step (default ConstantDamping, the paper's; see
+// LevenbergMarquardt). An adaptive policy keeps λ in the state variable "damping" under the
+// optimizer's scope.
+func (c *GNConfig) DampingPolicy(p DampingPolicy) *GNConfig { c.damping = p; return c }
 
 // CGMaxIterations sets the CG iteration cap (default 5).
 func (c *GNConfig) CGMaxIterations(n int) *GNConfig { c.cfg.CG.MaxIter = n; return c }
@@ -124,8 +132,13 @@ func (c *GNConfig) Validate() error {
 		return fmt.Errorf("fgn: learning rate α must be finite and > 0, got %g", c.alpha)
 	case c.scopeName == "":
 		return fmt.Errorf("fgn: empty optimizer scope name")
+	case c.damping == nil:
+		return fmt.Errorf("fgn: no damping policy (use ConstantDamping{} for a constant λ)")
 	}
-	return c.cfg.Validate()
+	if err := c.cfg.Validate(); err != nil {
+		return err
+	}
+	return c.damping.Validate(c.cfg.Lambda)
 }
 
 // Done validates the configuration and returns the optimizer. It panics on an invalid
@@ -157,6 +170,11 @@ func (o *gnOptimizer) UpdateGraph(scope *model.Scope, g *Graph, loss *Node) {
 			"terms added to it); %s's curvature is that of fgn.Loss's cross-entropy alone", o.c.name())
 	}
 	lin := rec.lin
+	if lin == nil && o.c.damping.Adaptive() {
+		exceptions.Panicf("fgn: %s with %s damping needs the batch loss at the trial point w + αd, which autodiff of "+
+			"the recorded logits cannot evaluate: the model must record its linearisation with RecordLinearization, "+
+			"an AffineHead or LinearizeFunc(modelFn, params)", o.c.name(), o.c.damping)
+	}
 	if lin == nil {
 		_, params := trainableVariables(scope, g)
 		lin = Linearize(rec.logits, params)
@@ -167,6 +185,7 @@ func (o *gnOptimizer) UpdateGraph(scope *model.Scope, g *Graph, loss *Node) {
 }
 
 func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linearization, labels *Node) *Direction {
+	checkTrialLogits(lin, o.c.damping, o.c.name())
 	g := labels.Graph()
 	params := lin.Params()
 	vars := variablesOf(scope, g, params)
@@ -186,22 +205,36 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 		}
 		warm, x0 = o.warmStartState(scope, g, vars, stateShapes)
 	}
+	cfg := o.c.cfg
+	var lambda *model.Variable
+	if o.c.damping.Adaptive() {
+		lambda = o.dampingState(scope, dtype)
+		cfg.lambdaState = lambda.NodeValue(g)
+	}
 	var dir *Direction
 	switch head, affine := lin.(*AffineHead); {
 	case !o.c.fgn:
-		dir = SGNDirection(lin, labels, x0, o.c.cfg)
+		dir = SGNDirection(lin, labels, x0, cfg)
 	case affine && !o.c.matrixFree:
-		dir = FGNAffineDirection(head, labels, first(x0), o.c.cfg)
+		dir = FGNAffineDirection(head, labels, first(x0), cfg)
 	default:
-		dir = FGNDirection(lin, labels, first(x0), o.c.cfg)
+		dir = FGNDirection(lin, labels, first(x0), cfg)
 	}
-	// A step whose loss, direction or CG residual is not finite changes nothing (Direction.Finite).
+	updated := make(Vec, len(params))
+	for k, p := range params {
+		updated[k] = Add(p, Mul(ConvertDType(alpha, p.DType()), dir.D[k]))
+	}
+	dir.Damping = o.stepDamping(lin, labels, dir, alpha, updated, cfg)
+	// A step not taken (not finite, or rejected by an adaptive damping policy) changes nothing
+	// but an adaptive policy's λ.
 	for k, v := range warm {
-		v.SetNodeValue(keepUnless(dir.Finite, StopGradient(dir.Solution[k]), x0[k]))
+		v.SetNodeValue(keepUnless(dir.Damping.Accepted, StopGradient(dir.Solution[k]), x0[k]))
 	}
 	for k, v := range vars {
-		updated := Add(params[k], Mul(ConvertDType(alpha, params[k].DType()), dir.D[k]))
-		v.SetNodeValue(keepUnless(dir.Finite, updated, params[k]))
+		v.SetNodeValue(keepUnless(dir.Damping.Accepted, updated[k], params[k]))
+	}
+	if lambda != nil {
+		lambda.SetNodeValue(dir.Damping.NextLambda)
 	}
 	return dir
 }

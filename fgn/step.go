@@ -18,6 +18,10 @@ type Config struct {
 	// SaturationFloor is the smallest curvature weight q_i = p_★p_† that is whitened; 0 selects
 	// the default, the square of the dtype's machine epsilon. See FGNDirection.
 	SaturationFloor float64
+
+	// lambdaState, set by the optimizers for an adaptive DampingPolicy, is the current λ (a
+	// scalar node); Lambda is then its initial value.
+	lambdaState *Node
 }
 
 // DefaultConfig holds the paper's settings: λ = 1, at most 5 CG iterations, tolerance 1e-5.
@@ -81,6 +85,9 @@ type Direction struct {
 	// Finite is true (boolean scalar) when the loss, the CG residual and every entry of D are
 	// finite. The optimizers take a step only when it holds.
 	Finite *Node
+	// Damping is the damping telemetry of an optimizer step (UpdateGraphWithLinearization); nil
+	// for a direction computed on its own.
+	Damping *StepDamping
 }
 
 // LossGradient returns the mean cross-entropy of a batch and its gradient
@@ -206,7 +213,7 @@ func rowSpaceDirection(m *Margin, j MarginJacobian, gram marginGram, u0 *Node, c
 	g := m.S.Graph()
 	dtype := m.S.DType()
 	b := m.S.Shape().Dim(0)
-	bLambda := Scalar(g, dtype, float64(b)*cfg.Lambda)
+	bLambda := cfg.scaledLambda(g, dtype, float64(b))
 	w := newWhitening(m, bLambda, cfg.floor(dtype))
 
 	// Coupling of the saturated rows into the whitened ones: −Q_W^{1/2} J J_Rᵀ δ_R.
@@ -240,7 +247,7 @@ func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Config) *Directio
 	b := float64(m.S.Shape().Dim(0))
 	probs := Softmax(lin.Logits(), -1)
 	grad := vecScale(Scalar(g, dtype, 1/b), lin.VJP(Sub(probs, m.OneHot)))
-	op := GGNOperator(lin, probs, Scalar(g, dtype, cfg.Lambda))
+	op := GGNOperator(lin, probs, cfg.scaledLambda(g, dtype, 1))
 	sol := solveCG(cgSystem{curvature: op, rhs: vecScale(Scalar(g, dtype, -1), grad), x0: x0}, cfg.CG, inWhileLoop(lin))
 	return newDirection(sol.X, m, sol)
 }

@@ -10,7 +10,8 @@ import (
 
 // traceColumns are the CSV columns of a trace, in Point's field order.
 var traceColumns = []string{"step", "epoch", "opt_seconds", "train_loss", "eval_loss", "eval_accuracy",
-	"cg_iterations", "cg_residual", "mean_p_dagger", "mean_xi", "skipped_steps"}
+	"cg_iterations", "cg_residual", "mean_p_dagger", "mean_xi", "skipped_steps",
+	"lambda", "lambda_next", "rho", "predicted_decrease", "actual_decrease", "step_accepted", "rejected_steps"}
 
 // Table returns the trace as a report table whose comments record the run's configuration.
 func (t *Trace) Table() *report.Table {
@@ -21,6 +22,7 @@ func (t *Trace) Table() *report.Table {
 	tab.Comment("alpha", report.Format(t.Hyper.Alpha))
 	if c.Method != Adam {
 		tab.Comment("lambda", report.Format(t.Hyper.Lambda))
+		tab.Comment("damping", t.Hyper.Damping.String())
 		tab.Comment("cg_max_iterations", strconv.Itoa(t.Hyper.CGMaxIter))
 		tab.Comment("cg_tolerance", report.Format(t.Hyper.CGTol))
 		if c.Method != SGN {
@@ -37,7 +39,8 @@ func (t *Trace) Table() *report.Table {
 	tab.Comment("opt_seconds", "synchronised optimisation time only (no compilation, evaluation, logging or I/O)")
 	for _, p := range t.Points {
 		tab.Add(p.Step, p.Epoch, p.OptSeconds, p.TrainLoss, p.EvalLoss, p.EvalAccuracy,
-			p.CGIterations, p.CGResidual, p.MeanPDagger, p.MeanXi, p.SkippedSteps)
+			p.CGIterations, p.CGResidual, p.MeanPDagger, p.MeanXi, p.SkippedSteps, p.Lambda, p.NextLambda, p.Rho,
+			p.PredictedDecrease, p.ActualDecrease, p.StepAccepted, p.RejectedSteps)
 	}
 	return tab
 }
@@ -59,7 +62,9 @@ func PointsFromTable(tab *report.Table) ([]Point, error) {
 		}
 		points[i] = Point{Step: int(step), Epoch: cols[1][i], OptSeconds: cols[2][i], TrainLoss: cols[3][i],
 			EvalLoss: cols[4][i], EvalAccuracy: cols[5][i], CGIterations: cols[6][i], CGResidual: cols[7][i],
-			MeanPDagger: cols[8][i], MeanXi: cols[9][i], SkippedSteps: int(cols[10][i])}
+			MeanPDagger: cols[8][i], MeanXi: cols[9][i], SkippedSteps: int(cols[10][i]), Lambda: cols[11][i],
+			NextLambda: cols[12][i], Rho: cols[13][i], PredictedDecrease: cols[14][i], ActualDecrease: cols[15][i],
+			StepAccepted: cols[16][i], RejectedSteps: int(cols[17][i])}
 	}
 	return points, nil
 }

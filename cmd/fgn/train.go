@@ -12,6 +12,7 @@ import (
 
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/features"
+	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 )
 
@@ -49,7 +50,8 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	evalEvery := fs.Int("eval-every", 64, "steps between evaluations")
 	seed := fs.Uint64("seed", 1, "seed of the initialisation and the one-time shuffle")
 	alpha := fs.Float64("alpha", 0, "step size α (0: 3e-4 for Adam, 0.1 for SGN/FGN)")
-	lambda := fs.Float64("lambda", 0, "damping λ for SGN/FGN (0: 1)")
+	lambda := fs.Float64("lambda", 0, "damping λ for SGN/FGN, the initial λ with --damping lm (0: 1)")
+	damping := fs.String("damping", "constant", "damping policy for SGN/FGN: constant (the paper) or lm (Levenberg-Marquardt on the gain ratio ρ)")
 	cgIters := fs.Int("cg-iters", 0, "CG iteration cap for SGN/FGN (0: 5)")
 	cgTol := fs.Float64("cg-tol", 0, "CG relative tolerance for SGN/FGN (0: 1e-5)")
 	out := fs.String("out", "runs/train", "directory for the trace CSVs (<method>_seed<seed>.csv)")
@@ -60,6 +62,10 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("train: unexpected argument %q", fs.Arg(0))
+	}
+	policy, err := fgn.ParseDampingPolicy(*damping)
+	if err != nil {
+		return fmt.Errorf("--damping: %w", err)
 	}
 	var ms []train.Method
 	for _, name := range strings.Split(*methods, ",") {
@@ -72,7 +78,6 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 
 	var trainSet, evalSet *features.Set
 	var source string
-	var err error
 	switch {
 	case *dataDir != "":
 		source = "cache " + *dataDir
@@ -126,12 +131,12 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "backend: %s\ndata: %s: %d training, %d held-out examples, d=%d\n",
 		backend.Describe(be), source, trainSet.N, evalSet.N, trainSet.D)
-	fmt.Fprintf(stdout, "%-12s %10s %10s %10s %12s %10s %8s %8s\n", "method", "train CE", "eval CE", "eval acc",
-		"opt seconds", "ms/step", "CG its", "skipped")
+	fmt.Fprintf(stdout, "%-12s %10s %10s %10s %12s %10s %8s %8s %8s %10s\n", "method", "train CE", "eval CE", "eval acc",
+		"opt seconds", "ms/step", "CG its", "skipped", "rejected", "λ")
 	for _, m := range ms {
 		cfg := train.Config{Method: m, Model: train.Model{Hidden: *hidden}, Classes: *classesFlag,
 			BatchSize: *batch, Epochs: *epochs, EvalEvery: *evalEvery, Seed: *seed,
-			Hyper: train.Hyper{Alpha: *alpha, Lambda: *lambda, CGMaxIter: *cgIters, CGTol: *cgTol}}
+			Hyper: train.Hyper{Alpha: *alpha, Lambda: *lambda, CGMaxIter: *cgIters, CGTol: *cgTol, Damping: policy}}
 		if !*quiet {
 			cfg.Progress = progress(stderr, string(m))
 		}
@@ -146,9 +151,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		last := tr.Points[len(tr.Points)-1]
-		fmt.Fprintf(stdout, "%-12s %10.4f %10.4f %10.4f %12.3f %10.2f %8.2f %8d   → %s\n", m, last.TrainLoss,
+		fmt.Fprintf(stdout, "%-12s %10.4f %10.4f %10.4f %12.3f %10.2f %8.2f %8d %8d %10.3g   → %s\n", m, last.TrainLoss,
 			last.EvalLoss, last.EvalAccuracy, last.OptSeconds, 1e3*last.OptSeconds/float64(last.Step),
-			last.CGIterations, last.SkippedSteps, path)
+			last.CGIterations, last.SkippedSteps, last.RejectedSteps, last.NextLambda, path)
 	}
 	return nil
 }

@@ -219,14 +219,15 @@ func trialLogits(lin Linearization, zs *Node, updated Vec) *Node {
 //	gᵀs      = (1/b) Σ_i (p_i − y_i)ᵀ z_s,i,
 //	sᵀH_FGN s = (1/b) Σ_i q_i (∇_z s_iᵀ z_s,i)²                       (eq. 3.8, J s = rowsum(∇_z s ⊙ z_s)),
 //	sᵀH_GGN s = (1/b) Σ_i [p_iᵀ z_s,i² − (p_iᵀ z_s,i)²]              (eq. 3.1).
-func measureStep(lin Linearization, labels *Node, dir *Direction, alpha *Node, updated Vec, fgn bool) (predicted, actual, trialLoss *Node) {
+func measureStep(lin Linearization, labels *Node, dir *Direction, alpha *Node, updated Vec,
+	fgnCurvature bool) (predicted, actual, trialLoss *Node) {
 	z := lin.Logits()
 	m := NewMargin(z, labels)
 	zs := Mul(ConvertDType(alpha, z.DType()), lin.JVP(dir.D)) // J_z s
 	probs := Softmax(z, -1)
 	slope := ReduceAllMean(ReduceSum(Mul(Sub(probs, m.OneHot), zs), -1))
 	var curvature *Node
-	if fgn {
+	if fgnCurvature {
 		js := ReduceSum(Mul(m.GradS, zs), -1)
 		curvature = ReduceAllMean(Mul(m.Q, Square(js)))
 	} else {

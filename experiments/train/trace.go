@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -12,6 +13,12 @@ import (
 var traceColumns = []string{"step", "epoch", "opt_seconds", "train_loss", "eval_loss", "eval_accuracy",
 	"cg_iterations", "cg_residual", "mean_p_dagger", "mean_xi", "skipped_steps",
 	"lambda", "lambda_next", "rho", "predicted_decrease", "actual_decrease", "step_accepted", "rejected_steps"}
+
+// float32Columns are the trace columns whose values are float32 outputs of the graph (widened
+// in Point): they are written in their shortest float32 form (report.Format) and narrowed back
+// when read, so that a trace read back equals the one written.
+var float32Columns = []string{"train_loss", "eval_loss", "eval_accuracy", "cg_residual", "mean_p_dagger", "mean_xi",
+	"lambda", "lambda_next", "rho", "predicted_decrease", "actual_decrease"}
 
 // Table returns the trace as a report table whose comments record the run's configuration.
 func (t *Trace) Table() *report.Table {
@@ -38,9 +45,10 @@ func (t *Trace) Table() *report.Table {
 	tab.Comment("written", time.Now().UTC().Format(time.RFC3339))
 	tab.Comment("opt_seconds", "synchronised optimisation time only (no compilation, evaluation, logging or I/O)")
 	for _, p := range t.Points {
-		tab.Add(p.Step, p.Epoch, p.OptSeconds, p.TrainLoss, p.EvalLoss, p.EvalAccuracy,
-			p.CGIterations, p.CGResidual, p.MeanPDagger, p.MeanXi, p.SkippedSteps, p.Lambda, p.NextLambda, p.Rho,
-			p.PredictedDecrease, p.ActualDecrease, p.StepAccepted, p.RejectedSteps)
+		tab.Add(p.Step, p.Epoch, p.OptSeconds, float32(p.TrainLoss), float32(p.EvalLoss), float32(p.EvalAccuracy),
+			p.CGIterations, float32(p.CGResidual), float32(p.MeanPDagger), float32(p.MeanXi), p.SkippedSteps,
+			float32(p.Lambda), float32(p.NextLambda), float32(p.Rho), float32(p.PredictedDecrease),
+			float32(p.ActualDecrease), p.StepAccepted, p.RejectedSteps)
 	}
 	return tab
 }
@@ -52,6 +60,11 @@ func PointsFromTable(tab *report.Table) ([]Point, error) {
 		var err error
 		if cols[k], err = tab.Floats(name); err != nil {
 			return nil, err
+		}
+		if slices.Contains(float32Columns, name) {
+			for i, v := range cols[k] {
+				cols[k][i] = float64(float32(v))
+			}
 		}
 	}
 	points := make([]Point, len(tab.Rows))

@@ -170,7 +170,9 @@ type Trace struct {
 	Points  []Point
 }
 
-func (c Config) validate(trainSet, evalSet *features.Set) (classes int, err error) {
+// Validate checks the configuration and the data of a run (as Run does before any
+// computation) and returns the number of classes the run uses.
+func (c Config) Validate(trainSet, evalSet *features.Set) (classes int, err error) {
 	if _, err := ParseMethod(string(c.Method)); err != nil {
 		return 0, err
 	}
@@ -222,7 +224,7 @@ func (c Config) validate(trainSet, evalSet *features.Set) (classes int, err erro
 // Run trains a freshly initialised model on trainSet and evaluates it on evalSet, on backend be.
 // Errors in the configuration or the data are returned before any computation.
 func Run(be compute.Backend, cfg Config, trainSet, evalSet *features.Set) (*Trace, error) {
-	classes, err := cfg.validate(trainSet, evalSet)
+	classes, err := cfg.Validate(trainSet, evalSet)
 	if err != nil {
 		return nil, err
 	}

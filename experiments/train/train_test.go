@@ -4,6 +4,7 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -217,7 +218,8 @@ func TestTraceTableRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	// NaN ≠ NaN: compare the formatted rows instead.
-	if !reflect.DeepEqual(tab.Rows, tr.Table().Rows) || len(pts) != len(tr.Points) || pts[2].TrainLoss != tr.Points[2].TrainLoss {
+	if !reflect.DeepEqual(tab.Rows, tr.Table().Rows) || len(pts) != len(tr.Points) || pts[2].TrainLoss != tr.Points[2].TrainLoss ||
+		pts[2].Rho != tr.Points[2].Rho || pts[2].NextLambda != tr.Points[2].NextLambda || pts[2].StepAccepted != 1 {
 		t.Errorf("trace did not round-trip: %+v vs %+v", pts, tr.Points)
 	}
 	if m, _ := tab.Lookup("method"); m != "sgn" {
@@ -225,6 +227,17 @@ func TestTraceTableRoundTrip(t *testing.T) {
 	}
 	if d, _ := tab.Lookup("damping"); d != "lm" {
 		t.Errorf("damping comment %q, want lm", d)
+	}
+	// float32 values are written in their shortest float32 form, not widened (0.98 rather than
+	// its widened float64 form).
+	col, err := tab.Column("eval_accuracy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, row := range tab.Rows {
+		if want := strconv.FormatFloat(tr.Points[i].EvalAccuracy, 'g', -1, 32); row[col] != want {
+			t.Errorf("row %d eval_accuracy %q, want the float32 form %q", i, row[col], want)
+		}
 	}
 }
 

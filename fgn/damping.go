@@ -252,7 +252,7 @@ func gainRatio(predicted, actual *Node) *Node {
 // the initial damping on first use.
 func (o *gnOptimizer) dampingState(scope *model.Scope, dtype dtypes.DType) *model.Variable {
 	dir := scope.Store().Scope(path.Join("/", o.c.scopeName))
-	v := dir.VariableWithValue("damping", shapes.CastAsDType(o.c.cfg.Lambda, dtype)).SetTrainable(false)
+	v := dir.VariableWithValue("damping", shapes.CastAsDType(o.c.s.Damping, dtype)).SetTrainable(false)
 	if v.DType() != dtype || v.Shape().Rank() != 0 {
 		exceptions.Panicf("fgn: damping state %q is %s, the step needs a %s scalar", v.Path(), v.Shape(), dtype)
 	}
@@ -261,17 +261,17 @@ func (o *gnOptimizer) dampingState(scope *model.Scope, dtype dtypes.DType) *mode
 
 // scaledLambda returns k·λ as a scalar of dtype: the adaptive policy's state when the optimizer
 // set it, else the constant Lambda, folded in float64 so that k·λ is rounded once.
-func (c Config) scaledLambda(g *Graph, dtype dtypes.DType, k float64) *Node {
+func (c Settings) scaledLambda(g *Graph, dtype dtypes.DType, k float64) *Node {
 	if c.lambdaState != nil {
 		return MulScalar(ConvertDType(c.lambdaState, dtype), k)
 	}
-	return Scalar(g, dtype, k*c.Lambda)
+	return Scalar(g, dtype, k*c.Damping)
 }
 
 // stepDamping returns the damping telemetry of the step from w = lin.Params() to updated = w + αd.
 // For an adaptive policy it measures ρ and sets the next λ, kept when the step is not finite.
 func (o *gnOptimizer) stepDamping(lin Linearization, labels *Node, dir *Direction, alpha *Node, updated Vec,
-	cfg Config) *StepDamping {
+	cfg Settings) *StepDamping {
 	dtype := dir.Loss.DType()
 	lambda := cfg.scaledLambda(dir.Loss.Graph(), dtype, 1)
 	if !o.c.damping.Adaptive() {

@@ -20,7 +20,7 @@ var lmCases = []struct {
 	mlp  bool
 }{
 	{"FGN affine closed form", FGN, false},
-	{"FGN affine matrix-free", func() *GNConfig { return FGN().MatrixFree(true) }, false},
+	{"FGN affine matrix-free", func() *GNConfig { return FGN().RowOperator(MatrixFree) }, false},
 	{"FGN mlp LinearizeFunc", FGN, true},
 	{"SGN affine", SGN, false},
 	{"SGN mlp LinearizeFunc", SGN, true},
@@ -210,15 +210,15 @@ func TestConstantDampingUnchanged(t *testing.T) {
 		name string
 		opt  *GNConfig
 		mlp  bool
-		dir  func(lin Linearization, labels *Node, cfg Config) *Direction
+		dir  func(lin Linearization, labels *Node, cfg Settings) *Direction
 	}{
-		{"FGN affine closed form", FGN(), false, func(lin Linearization, labels *Node, cfg Config) *Direction {
+		{"FGN affine closed form", FGN(), false, func(lin Linearization, labels *Node, cfg Settings) *Direction {
 			return FGNAffineDirection(lin.(*AffineHead), labels, nil, cfg)
 		}},
-		{"FGN mlp", FGN(), true, func(lin Linearization, labels *Node, cfg Config) *Direction {
+		{"FGN mlp", FGN(), true, func(lin Linearization, labels *Node, cfg Settings) *Direction {
 			return FGNDirection(lin, labels, nil, cfg)
 		}},
-		{"SGN mlp", SGN(), true, func(lin Linearization, labels *Node, cfg Config) *Direction {
+		{"SGN mlp", SGN(), true, func(lin Linearization, labels *Node, cfg Settings) *Direction {
 			return SGNDirection(lin, labels, nil, cfg)
 		}},
 	} {
@@ -233,7 +233,7 @@ func TestConstantDampingUnchanged(t *testing.T) {
 				m := newOptModel(p, tc.mlp, false)
 				want := flat64(model.MustNewExec(testBackend, m.store, func(_ *model.Scope, h, labels *Node) *Node {
 					lin := m.lin(h)
-					d := tc.dir(lin, labels, Config{Lambda: lambda, CG: DefaultCGSettings})
+					d := tc.dir(lin, labels, Settings{Damping: lambda, CG: DefaultSettings().CG})
 					return flattenVec(vecAxpy(lin.Params(), Scalar(h.Graph(), dtypes.Float64, alpha), d.D))
 				}).MustCall(p.h, p.labels)[0])
 				m.step(t, opt.LearningRate(alpha).Damping(lambda).Done(), p, 1)

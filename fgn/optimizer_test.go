@@ -140,7 +140,7 @@ func TestOptimizerStepMatchesDense(t *testing.T) {
 	}{
 		{"FGN affine closed form", FGN(), false, false},
 		{"FGN affine generic", FGN(), false, true},
-		{"FGN affine matrix-free", FGN().MatrixFree(true), false, false},
+		{"FGN affine matrix-free", FGN().RowOperator(MatrixFree), false, false},
 		{"FGN mlp", FGN(), true, false},
 		{"SGN mlp", SGN(), true, false},
 		{"SGN affine", SGN(), false, false},
@@ -210,7 +210,7 @@ func TestWarmStart(t *testing.T) {
 	check(t, "warm-start state = previous direction", relErr(flatState, step1), 1e-13)
 
 	// A one-iteration warm step is SGNDirection started from the state.
-	oneIt := Config{Lambda: DefaultDamping, CG: CGSettings{MaxIter: 1, Tol: DefaultCGTolerance}}
+	oneIt := Settings{Damping: DefaultDamping, CG: CGSettings{MaxIterations: 1, Tolerance: DefaultCGTolerance}}
 	inputs := append([]any{p.h, p.labels}, state()...)
 	for _, v := range warm.vars {
 		inputs = append(inputs, v.MustValue())
@@ -288,7 +288,7 @@ func TestNonFiniteStepChangesNothing(t *testing.T) {
 			bad  float64
 		}{
 			{"FGN closed-form Gram", FGN().WarmStart(true), math.NaN()},
-			{"FGN matrix-free", FGN().WarmStart(true).MatrixFree(true), math.Inf(1)},
+			{"FGN matrix-free", FGN().WarmStart(true).RowOperator(MatrixFree), math.Inf(1)},
 			{"SGN", SGN(), math.NaN()},
 		} {
 			t.Run(tc.name+"/"+dtype.String(), func(t *testing.T) {

@@ -1,64 +1,8 @@
 package fgn
 
 import (
-	"fmt"
-	"math"
-
-	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/support/exceptions"
 )
-
-// Config configures a damped Gauss-Newton direction, FGN or SGN.
-type Config struct {
-	// Lambda is the damping λ > 0 (paper default 1).
-	Lambda float64
-	// CG configures the inner solve (paper default: 5 iterations, tolerance 1e-5).
-	CG CGSettings
-	// SaturationFloor is the smallest curvature weight q_i = p_★p_† that is whitened; 0 selects
-	// the default, the square of the dtype's machine epsilon. See FGNDirection.
-	SaturationFloor float64
-
-	// lambdaState, set by the optimizers for an adaptive DampingPolicy, is the current λ (a
-	// scalar node); Lambda is then its initial value.
-	lambdaState *Node
-}
-
-// DefaultConfig holds the paper's settings: λ = 1, at most 5 CG iterations, tolerance 1e-5.
-var DefaultConfig = Config{Lambda: 1, CG: DefaultCGSettings}
-
-// Validate reports the first invalid setting. The graph-building functions panic with its error;
-// host entry points return it.
-func (c Config) Validate() error {
-	if !(c.Lambda > 0) || math.IsInf(c.Lambda, 0) {
-		return fmt.Errorf("fgn: damping λ must be finite and > 0, got %g", c.Lambda)
-	}
-	if err := c.CG.check(); err != nil {
-		return err
-	}
-	if !(c.SaturationFloor >= 0 && c.SaturationFloor < 0.25) {
-		return fmt.Errorf("fgn: saturation floor must be in [0, 1/4), got %g", c.SaturationFloor)
-	}
-	return nil
-}
-
-func (c Config) mustValidate() {
-	if err := c.Validate(); err != nil {
-		exceptions.Panicf("%v", err)
-	}
-}
-
-func (c Config) floor(dtype dtypes.DType) float64 {
-	if c.SaturationFloor > 0 {
-		return c.SaturationFloor
-	}
-	if dtype == dtypes.Float64 {
-		eps := math.Nextafter(1, 2) - 1
-		return eps * eps
-	}
-	eps := float64(math.Nextafter32(1, 2) - 1)
-	return eps * eps
-}
 
 // Direction is a damped Gauss-Newton direction d for a batch, with its diagnostics. The step is
 // w ← w + α d.
@@ -147,7 +91,7 @@ func newWhitening(m *Margin, bLambda *Node, floor float64) whitening {
 //
 //	(H_FGN + λI) d + g = (1/b) J̃ᵀ e,   so   ‖(H_FGN + λI) d + g‖/‖g‖ = √(eᵀK e / ‖Jᵀr‖²).
 //
-// With cfg.CG.Rule = StopParameterResidual (the default) CG stops on this exact parameter-space
+// With cfg.CG.StoppingRule = StopParameterResidual (the default) CG stops on this exact parameter-space
 // residual: it evaluates eᵀK e from the operator product each iteration already makes (see
 // solveCG), at the cost of one more operator product when it stops, and ‖Jᵀr‖² with one VJP.
 // A cheaper proxy, the unwhitened row residual ‖Q^{1/2}e‖ ≤ Tol·‖r‖, bounds the parameter
@@ -160,7 +104,7 @@ func newWhitening(m *Margin, bLambda *Node, floor float64) whitening {
 //
 // With a generic Linearization each CG iteration costs one VJP and one JVP of the margin map.
 // FGNAffineDirection is the closed-form variant for affine heads.
-func FGNDirection(lin Linearization, labels, u0 *Node, cfg Config) *Direction {
+func FGNDirection(lin Linearization, labels, u0 *Node, cfg Settings) *Direction {
 	m := NewMargin(lin.Logits(), labels)
 	j := MarginJacobian{Lin: lin, GradS: m.GradS}
 	return rowSpaceDirection(m, j, matrixFreeGram{j}, u0, cfg, inWhileLoop(lin))
@@ -172,7 +116,7 @@ func FGNDirection(lin Linearization, labels, u0 *Node, cfg Config) *Direction {
 // The feature Gram h hᵀ + 1 is head.FeatureGram when set (frozen features), else computed here.
 // u0 and the stopping rule are as for FGNDirection; here eᵀK e and ‖Jᵀr‖² = rᵀG r cost b×b
 // products only.
-func FGNAffineDirection(head *AffineHead, labels, u0 *Node, cfg Config) *Direction {
+func FGNAffineDirection(head *AffineHead, labels, u0 *Node, cfg Settings) *Direction {
 	m := NewMargin(head.Logits(), labels)
 	featureGram := head.FeatureGram
 	if featureGram == nil {
@@ -208,8 +152,8 @@ func (f matrixFreeGram) normJT(a *Node) *Node {
 
 // rowSpaceDirection solves the whitened row system of FGNDirection with the Gram gram and
 // back-projects.
-func rowSpaceDirection(m *Margin, j MarginJacobian, gram marginGram, u0 *Node, cfg Config, inLoop bool) *Direction {
-	cfg.mustValidate()
+func rowSpaceDirection(m *Margin, j MarginJacobian, gram marginGram, u0 *Node, cfg Settings, inLoop bool) *Direction {
+	cfg.mustValidateSolve()
 	g := m.S.Graph()
 	dtype := m.S.DType()
 	b := m.S.Shape().Dim(0)
@@ -224,7 +168,7 @@ func rowSpaceDirection(m *Margin, j MarginJacobian, gram marginGram, u0 *Node, c
 		rhs:       Vec{rhs},
 		x0:        rowStart(u0),
 	}
-	if cfg.CG.Rule == StopParameterResidual {
+	if cfg.CG.StoppingRule == StopParameterResidual {
 		sys.curvatureNorm = true
 		sys.refNorm2 = gram.normJT(m.PDagger)
 	}
@@ -238,9 +182,9 @@ func rowSpaceDirection(m *Margin, j MarginJacobian, gram marginGram, u0 *Node, c
 // SGNDirection returns the damped full-softmax-GGN direction d = −(H_GGN + λI)^{-1} g of the SGN
 // baseline, by parameter-space CG on GGNOperator, warm-started from x0 (nil for zeros; SGN
 // passes its previous direction). Its CG residual is the parameter-space residual
-// ‖(H_GGN + λI) d + g‖/‖g‖ whatever cfg.CG.Rule says.
-func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Config) *Direction {
-	cfg.mustValidate()
+// ‖(H_GGN + λI) d + g‖/‖g‖ whatever cfg.CG.StoppingRule says.
+func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings) *Direction {
+	cfg.mustValidateSolve()
 	m := NewMargin(lin.Logits(), labels)
 	g := m.S.Graph()
 	dtype := m.S.DType()

@@ -349,8 +349,12 @@ func newStep(be compute.Backend, store *model.Store, vars []*model.Variable, m M
 		gn = fgn.SGN().LearningRate(h.Alpha).Damping(h.Lambda).DampingPolicy(h.Damping).CGMaxIterations(h.CGMaxIter).
 			CGTolerance(h.CGTol).Done()
 	default:
+		op := fgn.ClosedFormGram
+		if method == FGNMatrixFree {
+			op = fgn.MatrixFree
+		}
 		gn = fgn.FGN().LearningRate(h.Alpha).Damping(h.Lambda).DampingPolicy(h.Damping).CGMaxIterations(h.CGMaxIter).
-			CGTolerance(h.CGTol).CGStoppingRule(h.CGRule).MatrixFree(method == FGNMatrixFree).Done()
+			CGTolerance(h.CGTol).CGStoppingRule(h.CGRule).RowOperator(op).Done()
 	}
 	return model.NewExec(be, store, func(scope *model.Scope, in []*Node) []*Node {
 		lin := m.linearize(vars, in[0])

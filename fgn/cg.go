@@ -27,8 +27,7 @@ type CGResult struct {
 // The MaxIter iterations are unrolled into the graph and an iteration past convergence is masked
 // to a no-op, so op may be any graph function, autodiff products included. (The directions of
 // this package run the same iterations in a While loop, with the same iterates and iteration
-// count, when their operator can be built inside a While body; see "In-graph CG" in the package
-// documentation.)
+// count, when their operator can be built inside a While body; see whileLoop.)
 func CG(op func(Vec) Vec, rhs, x0 Vec, s CGSettings) CGResult {
 	return solveCG(cgSystem{curvature: op, rhs: rhs, x0: x0}, s, false)
 }
@@ -202,7 +201,14 @@ func vecSelect(mask *Node, onTrue, onFalse Vec) Vec {
 	return out
 }
 
-// whileLoop runs body while cond holds, as a GoMLX While loop.
+// whileLoop runs body while cond holds, as a GoMLX While loop, which exits as soon as the
+// tolerance is met and keeps the whole solve on the device on XLA.
+//
+// Only operators free of autodiff nodes may run in it (AffineHead's products and the closed-form
+// Gram; see inWhileLoop): GoMLX v0.28.3's pure-Go backend (compute v0.1.3) compiles a closure's
+// execution plan before its graph optimiser rewires same-rank broadcasts
+// (ImplicitBroadcastFusion), so a Gradient built inside a While body runs a stale plan ("input 0
+// for node Mul not computed yet"). CG on any other operator is unrolled instead.
 //
 // GoMLX v0.28.3 caches scalar constants per graph rather than per function, so a scalar first
 // created inside a closure and later requested by the main function (or a sibling closure) is a

@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -55,7 +54,7 @@ func TestAffineDirectionBadInput(t *testing.T) {
 			h, labels, w, bias := good()
 			cfg := DefaultSettings()
 			tc.mutate(&h, &labels, &w, &bias, &cfg)
-			_, err := AffineDirection(testBackend, MethodFGNClosedForm, h, labels, w, bias, cfg)
+			_, err := AffineDirection(testBackend, MethodFGN, h, labels, w, bias, cfg)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got error %v, want one containing %q", err, tc.want)
 			}
@@ -69,7 +68,7 @@ func TestAffineDirectionLabelTypes(t *testing.T) {
 	h := tensors.FromValue([][]float64{{1, 2}, {3, 4}, {5, 6}})
 	w := tensors.FromValue([][]float64{{0.1, 0.2, 0.3}, {0.4, 0.5, 0.6}})
 	bias := tensors.FromValue([]float64{0, 0, 0})
-	want, err := AffineDirection(testBackend, MethodFGNClosedForm, h, tensors.FromValue([]int32{0, 2, 1}), w, bias, DefaultSettings())
+	want, err := AffineDirection(testBackend, MethodFGN, h, tensors.FromValue([]int32{0, 2, 1}), w, bias, DefaultSettings())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +78,7 @@ func TestAffineDirectionLabelTypes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := AffineDirection(testBackend, MethodFGNClosedForm, h, lt, w, bias, DefaultSettings())
+		got, err := AffineDirection(testBackend, MethodFGN, h, lt, w, bias, DefaultSettings())
 		if err != nil {
 			t.Errorf("labels %T: %v", labels, err)
 			continue
@@ -98,7 +97,7 @@ func TestAffineDirectionMethods(t *testing.T) {
 	h, labels, w, bias := tensors.FromValue(in[0].([][]float32)), tensors.FromValue(p.labels),
 		tensors.FromValue(in[2].([][]float32)), tensors.FromValue(in[3].([]float32))
 	results := map[Method]*AffineResult{}
-	for _, m := range []Method{MethodFGN, MethodFGNClosedForm, MethodSGN, MethodGradient} {
+	for _, m := range []Method{MethodFGN, MethodFGNMatrixFree, MethodFGNAutodiff, MethodSGN, MethodGradient} {
 		r, err := AffineDirection(testBackend, m, h, labels, w, bias, DefaultSettings())
 		if err != nil {
 			t.Fatalf("%s: %v", m, err)
@@ -106,7 +105,9 @@ func TestAffineDirectionMethods(t *testing.T) {
 		results[m] = r
 	}
 	flatDir := func(r *AffineResult) []float64 { return append(flat64(r.DW), flat64(r.DBias)...) }
-	check(t, "FGN generic vs closed form (float32)", relErr(flatDir(results[MethodFGN]), flatDir(results[MethodFGNClosedForm])), 1e-5)
+	for _, m := range []Method{MethodFGNMatrixFree, MethodFGNAutodiff} {
+		check(t, m.String()+" vs "+MethodFGN.String()+" (float32)", relErr(flatDir(results[m]), flatDir(results[MethodFGN])), 1e-5)
+	}
 	negGrad := flatDir(results[MethodGradient])
 	for m, r := range results {
 		if dot(flatDir(r), negGrad) <= 0 {
@@ -118,7 +119,7 @@ func TestAffineDirectionMethods(t *testing.T) {
 	}
 }
 
-// TestGradientCostRegression bounds the time and allocation of one gradient of the affine head
+// TestGradientCostRegression bounds the allocation of one gradient of the affine head
 // at b=512, d=2048, C=256. GoMLX v0.26 built a b×d×C tensor for this VJP (2 GB in float32, 100×
 // slower); v0.28 contracts over b directly. The bounds leave an order of magnitude of slack on a
 // 2-core machine without the SIMD build.
@@ -139,15 +140,10 @@ func TestGradientCostRegression(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	start := time.Now()
 	exec.MustCall(h, labels, w, bias)
-	elapsed := time.Since(start)
 	runtime.ReadMemStats(&after)
 	allocated := float64(after.TotalAlloc-before.TotalAlloc) / (1 << 20)
-	t.Logf("one gradient: %v, %.1f MiB allocated", elapsed, allocated)
-	if elapsed > 5*time.Second {
-		t.Errorf("one gradient took %v, want < 5s", elapsed)
-	}
+	t.Logf("one gradient: %.1f MiB allocated", allocated)
 	// A b×d×C float32 intermediate alone is 1 GiB; the real working set is a few MiB.
 	if allocated > 256 {
 		t.Errorf("one gradient allocated %.0f MiB, want < 256 MiB", allocated)

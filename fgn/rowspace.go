@@ -4,50 +4,6 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 )
 
-// Direction is a damped Gauss-Newton direction d for a batch, with its diagnostics. The step is
-// w ← w + α d.
-type Direction struct {
-	// D is the direction, shaped like the parameters.
-	D Vec
-	// Loss is the mean cross-entropy of the batch (scalar).
-	Loss *Node
-	// Iterations is the number of CG iterations used (int32 scalar).
-	Iterations *Node
-	// Residual is the relative residual that CG's stopping rule compared with the tolerance, for
-	// the returned direction: ‖(H + λI) d + g‖/‖g‖ for SGN and for FGN with
-	// StopParameterResidual, ‖e‖/‖r̃‖ in FGN's whitened row space with StopWhitenedRowResidual.
-	Residual *Node
-	// MeanPDagger and MeanXi are the batch means of p_† and ξ (scalars).
-	MeanPDagger, MeanXi *Node
-	// Solution is the CG solution, the state a warm start carries to the next step: the row-space
-	// vector u (b) for FGN, the direction itself for SGN.
-	Solution Vec
-	// RowRHS is, for FGN, the right-hand side of the whitened row system that Solution
-	// approximately solves: r̃ = Q^{-1/2} r (eq. 4.6) when no row is saturated (see FGNDirection);
-	// nil for SGN.
-	RowRHS *Node
-	// Finite is true (boolean scalar) when the loss, the CG residual and every entry of D are
-	// finite. The optimizers take a step only when it holds.
-	Finite *Node
-	// Damping is the damping telemetry of an optimizer step (UpdateGraphWithLinearization); nil
-	// for a direction computed on its own.
-	Damping *StepDamping
-}
-
-// LossGradient returns the mean cross-entropy of a batch and its gradient
-//
-//	g = (1/b) Jᵀ r = (1/b) J_zᵀ (p - y),       r_i = p_†^{(i)}      (eqs. 2.11, 3.8),
-//
-// computed with one VJP of the logit map.
-func LossGradient(lin Linearization, labels *Node) (loss *Node, grad Vec) {
-	m := NewMargin(lin.Logits(), labels)
-	b := float64(m.S.Shape().Dim(0))
-	j := MarginJacobian{Lin: lin, GradS: m.GradS}
-	return ReduceAllMean(m.Loss), vecScale(Scalar(m.S.Graph(), m.S.DType(), 1/b), j.VJP(m.PDagger))
-}
-
-// whitening splits the rows of the batch for the whitened row-space system (sec. 4.1).
-//
 // The paper whitens every row: J̃ = Q^{1/2} J, r̃ = Q^{-1/2} r. For a saturated example with
 // p_★ → 0, q_i underflows (to 0 in float32 once |s| ≳ 100) while r̃_i = √(p_†/p_★) = e^{s/2}
 // overflows, although their product is the finite p_†. Rows whose weight is below a floor
@@ -177,47 +133,4 @@ func rowSpaceDirection(m *Margin, j MarginJacobian, gram marginGram, u0 *Node, c
 	dir := newDirection(d, m, sol)
 	dir.RowRHS = rhs
 	return dir
-}
-
-// SGNDirection returns the damped full-softmax-GGN direction d = −(H_GGN + λI)^{-1} g of the SGN
-// baseline, by parameter-space CG on GGNOperator, warm-started from x0 (nil for zeros; SGN
-// passes its previous direction). Its CG residual is the parameter-space residual
-// ‖(H_GGN + λI) d + g‖/‖g‖ whatever cfg.CG.StoppingRule says.
-func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings) *Direction {
-	cfg.mustValidateSolve()
-	m := NewMargin(lin.Logits(), labels)
-	g := m.S.Graph()
-	dtype := m.S.DType()
-	b := float64(m.S.Shape().Dim(0))
-	probs := Softmax(lin.Logits(), -1)
-	grad := vecScale(Scalar(g, dtype, 1/b), lin.VJP(Sub(probs, m.OneHot)))
-	op := GGNOperator(lin, probs, cfg.scaledLambda(g, dtype, 1))
-	sol := solveCG(cgSystem{curvature: op, rhs: vecScale(Scalar(g, dtype, -1), grad), x0: x0}, cfg.CG, inWhileLoop(lin))
-	return newDirection(sol.X, m, sol)
-}
-
-// rowStart is the CG start of the row-space solve: nil (zero) or {u0}.
-func rowStart(u0 *Node) Vec {
-	if u0 == nil {
-		return nil
-	}
-	return Vec{u0}
-}
-
-func newDirection(d Vec, m *Margin, sol CGResult) *Direction {
-	loss := ReduceAllMean(m.Loss)
-	finite := LogicalAnd(IsFinite(loss), IsFinite(sol.Residual))
-	for _, x := range d {
-		finite = LogicalAnd(finite, LogicalAll(IsFinite(x)))
-	}
-	return &Direction{
-		Finite:      finite,
-		D:           d,
-		Loss:        loss,
-		Iterations:  sol.Iterations,
-		Residual:    sol.Residual,
-		MeanPDagger: ReduceAllMean(m.PDagger),
-		MeanXi:      ReduceAllMean(m.Xi),
-		Solution:    sol.X,
-	}
 }

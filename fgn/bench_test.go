@@ -55,7 +55,7 @@ func benchmarkStep(b *testing.B, method string, batch, dim, numClasses int) {
 	case "SGN":
 		opt = SGN().Done()
 	case "FGN":
-		opt = FGN().MatrixFree(true).Done()
+		opt = FGN().RowOperator(MatrixFree).Done()
 	default:
 		opt = FGN().Done()
 	}

@@ -1,67 +1,35 @@
 // Package fgn implements Fast Gauss-Newton (FGN) for multiclass cross-entropy on GoMLX graphs,
-// following "Fast Gauss-Newton for Multiclass Cross-Entropy". The same graphs run on the pure-Go
-// backend and on XLA/PJRT (see package backend for the selection).
+// following "Fast Gauss-Newton for Multiclass Cross-Entropy". FGN keeps the softmax
+// cross-entropy loss and gradient exact, replaces the multiclass generalised Gauss-Newton matrix
+// by its true-vs-rest part H_FGN = JᵀQJ/b, and solves the damped step in the b-dimensional
+// whitened row space by conjugate gradients. The graphs are backend-neutral: the same code runs
+// on GoMLX's pure-Go backend and on XLA/PJRT.
 //
-// # The map of the paper
+// A method is an assembly of three independent choices, named the same way everywhere in this
+// repository: the curvature (FGN, or SGN, the full softmax GGN baseline), FGN's row operator
+// (ClosedFormGram or MatrixFree) and the linearisation (a closed form such as AffineHead, or
+// autodiff with Linearize); for example "FGN (closed-form Gram)", "FGN (matrix-free)" and
+// "FGN (matrix-free, autodiff)".
 //
-//   - Section 2, margin quantities: Margin (s, p_★, p_†, q, ρ, ξ, ∇_z s, loss φ(s)).
-//   - Section 3, curvature: GGNOperator (full softmax GGN, the SGN baseline), the FGN row
-//     operator FGNRowOperator, the closed-form affine Gram AffineRowGram (appendix F.2), and the
-//     dense forms Dense (H_GGN, H_FGN, the dropped term, Jacobians) for small problems.
-//   - Sections 3.4-4, batched form and row-space solver: MarginJacobian (J, from logit JVP/VJP),
-//     CG, and the directions FGNDirection, FGNAffineDirection, SGNDirection, LossGradient.
-//   - Optimizers (sec. 5): FGN and SGN implement GoMLX's optimizer.Interface and are configured
-//     like its Adam: FGN().LearningRate(α).Damping(λ).Done() trains wherever
-//     optimizer.Adam().Done() does, train.Trainer included, with Loss as the trainer's loss (it
-//     records the logits and labels the curvature needs). State lives in variables, so
-//     checkpoints restore it.
-//   - Host-level entry point with input validation: AffineDirection.
+// # The paper, file by file
 //
-// # Linearisation and JVPs
+//   - margin.go, section 2: Margin, the per-example margin quantities s, p_★, p_†, q, ρ, ξ, ∇_z s
+//     and the loss φ(s).
+//   - curvature.go, section 3: the margin Jacobian J (MarginJacobian), the FGN operator in
+//     parameter space (FGNOperator) and in row space (FGNRowOperator); dense.go holds the dense
+//     forms (H_GGN, H_FGN, the dropped term) for checks on small problems.
+//   - rowspace.go, section 4: FGNDirection and FGNAffineDirection, one whitened row-space solve
+//     for both row operators, with CG's stopping rule (cg.go: CG, StoppingRule).
+//   - affine.go, appendix F.2: the affine head's closed-form Grams (FeatureGram,
+//     AffineMarginGram, AffineRowGram); linearize.go: Linearization, Linearize, AffineHead.
+//   - sgn.go: the SGN baseline, SGNDirection and GGNOperator.
+//   - direction.go: Direction, the step and its diagnostics, and LossGradient.
+//   - settings.go: Settings, the one settings type, and its defaults (DefaultSettings).
+//   - damping.go: damping policies, ConstantDamping (the paper's) and LevenbergMarquardt.
+//   - optimizer.go, loss.go: FGN and SGN as GoMLX optimizers (optimizer.Interface), with Loss as
+//     the trainer's loss; state lives in variables, so checkpoints restore it.
+//   - host.go: AffineDirection, a validated host-level entry point.
 //
-// A Linearization is the logit map linearised at the current parameters. Linearize works for
-// any logits node of any parameter nodes: VJPs are reverse passes and, since GoMLX has no
-// forward mode, JVPs are double VJPs (the JVP of a linear map is the VJP of its VJP). Both reuse
-// the forward nodes, so the forward pass is computed once per step. AffineHead gives the closed
-// forms for z = hW + 1bᵀ; a model with other closed forms implements Linearization and records
-// it with RecordLinearization.
-//
-// # In-graph CG
-//
-// CG runs inside the compiled graph. For operators that contain no autodiff nodes (the closed-
-// form affine Gram) it is a GoMLX While loop with early exit on the tolerance. For the generic
-// closures the iterations are unrolled (MaxIter is small: 5 in the paper) and masked after
-// convergence, which gives the same iterates: GoMLX v0.28.3's pure-Go backend (compute v0.1.3)
-// compiles a closure's execution plan before its graph optimiser rewires same-rank broadcasts
-// (ImplicitBroadcastFusion), so the closure runs a stale plan ("input 0 for node Mul not computed
-// yet") whenever a VJP inside a While body broadcasts a size-1 axis. GoMLX also caches scalar
-// constants per graph rather than per function; the While helper builds its body once in the
-// main function first so every scalar it needs is a capturable main-function node.
-//
-// # Choosing the CG loop: measured
-//
-// BenchmarkCGLoop times the same 5-iteration row-space CG (float32, K = h hᵀ from b×64
-// features, operator K + bI) built three ways, on the pure-Go backend in the SIMD build
-// (2-core Intel Xeon, AVX-512; ms per solve including the Gram):
-//
-//	b     While (in-graph)   unrolled (in-graph)   host-driven (5 calls)
-//	128   0.52               0.44                  0.51
-//	512   2.95               2.26                  3.99
-//
-// The host-driven loop pays a call and a device-to-host read of ‖r‖² per iteration (1.7× at
-// b=512 here; on a GPU each read is also a synchronisation), so CG stays in the graph. The
-// unrolled form is the cheapest on this backend for a fixed 5 iterations; the While loop costs
-// ~0.1-0.7 ms more but stops at the tolerance, and on XLA keeps the solve on the device with a
-// data-dependent trip count. The closed-form path uses While; the generic closures must unroll
-// (see above).
-//
-// # Saturated examples
-//
-// For |s| large, q = p_★p_† underflows while Q^{-1/2}r overflows. Rows with q below a floor
-// (default ε² of the dtype) are solved unwhitened with their curvature dropped (see the
-// whitening type); the step stays finite and solves the damped system wherever representable.
-//
-// # Measured speed
-//
-// See README.md for the benchmark figures (BenchmarkStep) and the machine they were taken on.
+// Graph-building functions panic on misuse, as GoMLX's do; host-level functions and Validate
+// methods return errors. Measurements live in BENCHMARKS.md, not here.
 package fgn

@@ -11,27 +11,35 @@ import (
 	"github.com/gomlx/gomlx/support/exceptions"
 )
 
-// Method selects which direction AffineDirection computes.
+// Method selects which direction AffineDirection computes, named by the repository's vocabulary
+// (curvature, row operator, linearisation).
 type Method int
 
 const (
-	// MethodFGN is the FGN direction through the generic JVP/VJP closures (FGNDirection).
+	// MethodFGN is FGN with the closed-form Gram of the affine head (FGNAffineDirection).
 	MethodFGN Method = iota
-	// MethodFGNClosedForm is the FGN direction with the closed-form affine Gram (FGNAffineDirection).
-	MethodFGNClosedForm
+	// MethodFGNMatrixFree is FGN with the matrix-free row operator on the head's exact products
+	// (FGNDirection on the AffineHead).
+	MethodFGNMatrixFree
+	// MethodFGNAutodiff is FGN with the matrix-free row operator on autodiff products
+	// (FGNDirection on Linearize of the head's logits).
+	MethodFGNAutodiff
 	// MethodSGN is the full softmax-GGN direction by parameter-space CG (SGNDirection), cold start.
 	MethodSGN
 	// MethodGradient is the negative gradient −g.
 	MethodGradient
 )
 
-// String implements fmt.Stringer.
+// String returns the method's label: "FGN (closed-form Gram)", "FGN (matrix-free)",
+// "FGN (matrix-free, autodiff)", "SGN" or "gradient".
 func (m Method) String() string {
 	switch m {
 	case MethodFGN:
-		return "FGN"
-	case MethodFGNClosedForm:
-		return "FGN (closed form)"
+		return "FGN (closed-form Gram)"
+	case MethodFGNMatrixFree:
+		return "FGN (matrix-free)"
+	case MethodFGNAutodiff:
+		return "FGN (matrix-free, autodiff)"
 	case MethodSGN:
 		return "SGN"
 	case MethodGradient:
@@ -59,7 +67,7 @@ type AffineResult struct {
 //
 // It compiles a graph per call: it is meant for one-off use, diagnostics and notebooks. Training
 // loops build FGNAffineDirection and friends into their own compiled step.
-func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias *tensors.Tensor, cfg Config) (*AffineResult, error) {
+func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias *tensors.Tensor, cfg Settings) (*AffineResult, error) {
 	if err := validateAffine(h, labels, w, bias, cfg); err != nil {
 		return nil, err
 	}
@@ -81,18 +89,18 @@ func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias 
 			var dir *Direction
 			switch method {
 			case MethodFGN:
-				dir = FGNDirection(Linearize(head.Logits(), head.Params()), labels, nil, cfg)
-			case MethodFGNClosedForm:
 				dir = FGNAffineDirection(head, labels, nil, cfg)
+			case MethodFGNMatrixFree:
+				dir = FGNDirection(head, labels, nil, cfg)
+			case MethodFGNAutodiff:
+				dir = FGNDirection(Linearize(head.Logits(), head.Params()), labels, nil, cfg)
 			case MethodSGN:
 				dir = SGNDirection(head, labels, nil, cfg)
 			case MethodGradient:
-				loss, grad := LossGradient(head, labels)
 				m := NewMargin(head.Logits(), labels)
 				zero := ScalarZero(h.Graph(), h.DType())
-				dir = &Direction{D: vecScale(Scalar(h.Graph(), h.DType(), -1), grad), Loss: loss,
-					Iterations: Const(h.Graph(), int32(0)), Residual: zero,
-					MeanPDagger: ReduceAllMean(m.PDagger), MeanXi: ReduceAllMean(m.Xi)}
+				dir = newDirection(vecScale(Scalar(h.Graph(), h.DType(), -1), gradient(head, m)), m,
+					CGResult{Iterations: Const(h.Graph(), int32(0)), Residual: zero})
 			}
 			return []*Node{dir.D[0], dir.D[1], ConvertDType(dir.Loss, dtypes.Float64),
 				ConvertDType(dir.MeanPDagger, dtypes.Float64), ConvertDType(dir.MeanXi, dtypes.Float64),
@@ -110,7 +118,7 @@ func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias 
 	return result, nil
 }
 
-func validateAffine(h, labels, w, bias *tensors.Tensor, cfg Config) error {
+func validateAffine(h, labels, w, bias *tensors.Tensor, cfg Settings) error {
 	for _, in := range []struct {
 		name string
 		t    *tensors.Tensor
@@ -165,7 +173,7 @@ func validateAffine(h, labels, w, bias *tensors.Tensor, cfg Config) error {
 			return fmt.Errorf("fgn: %s has a NaN or Inf at flat index %d", in.name, idx)
 		}
 	}
-	return cfg.Validate()
+	return cfg.validateSolve()
 }
 
 // toInt64s widens a flat slice of any Go integer type.

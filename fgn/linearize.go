@@ -29,8 +29,7 @@ type Linearization interface {
 
 // whileSafe is implemented by the linearisations of this package whose products may be built
 // inside a GoMLX While body, so that CG runs in an in-graph While loop on them; CG's loop is
-// unrolled for every other linearisation, autodiff products included (see "In-graph CG" in the
-// package documentation).
+// unrolled for every other linearisation, autodiff products included (see whileLoop).
 type whileSafe interface {
 	whileSafe()
 }

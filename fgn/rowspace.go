@@ -1,102 +1,9 @@
 package fgn
 
 import (
-	"fmt"
-	"math"
-
-	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/support/exceptions"
 )
 
-// Config configures a damped Gauss-Newton direction, FGN or SGN.
-type Config struct {
-	// Lambda is the damping λ > 0 (paper default 1).
-	Lambda float64
-	// CG configures the inner solve (paper default: 5 iterations, tolerance 1e-5).
-	CG CGSettings
-	// SaturationFloor is the smallest curvature weight q_i = p_★p_† that is whitened; 0 selects
-	// the default, the square of the dtype's machine epsilon. See FGNDirection.
-	SaturationFloor float64
-}
-
-// DefaultConfig holds the paper's settings: λ = 1, at most 5 CG iterations, tolerance 1e-5.
-var DefaultConfig = Config{Lambda: 1, CG: DefaultCGSettings}
-
-// Validate reports the first invalid setting. The graph-building functions panic with its error;
-// host entry points return it.
-func (c Config) Validate() error {
-	if !(c.Lambda > 0) || math.IsInf(c.Lambda, 0) {
-		return fmt.Errorf("fgn: damping λ must be finite and > 0, got %g", c.Lambda)
-	}
-	if err := c.CG.check(); err != nil {
-		return err
-	}
-	if !(c.SaturationFloor >= 0 && c.SaturationFloor < 0.25) {
-		return fmt.Errorf("fgn: saturation floor must be in [0, 1/4), got %g", c.SaturationFloor)
-	}
-	return nil
-}
-
-func (c Config) mustValidate() {
-	if err := c.Validate(); err != nil {
-		exceptions.Panicf("%v", err)
-	}
-}
-
-func (c Config) floor(dtype dtypes.DType) float64 {
-	if c.SaturationFloor > 0 {
-		return c.SaturationFloor
-	}
-	if dtype == dtypes.Float64 {
-		eps := math.Nextafter(1, 2) - 1
-		return eps * eps
-	}
-	eps := float64(math.Nextafter32(1, 2) - 1)
-	return eps * eps
-}
-
-// Direction is a damped Gauss-Newton direction d for a batch, with its diagnostics. The step is
-// w ← w + α d.
-type Direction struct {
-	// D is the direction, shaped like the parameters.
-	D Vec
-	// Loss is the mean cross-entropy of the batch (scalar).
-	Loss *Node
-	// Iterations is the number of CG iterations used (int32 scalar).
-	Iterations *Node
-	// Residual is the relative residual that CG's stopping rule compared with the tolerance, for
-	// the returned direction: ‖(H + λI) d + g‖/‖g‖ for SGN and for FGN with
-	// StopParameterResidual, ‖e‖/‖r̃‖ in FGN's whitened row space with StopWhitenedRowResidual.
-	Residual *Node
-	// MeanPDagger and MeanXi are the batch means of p_† and ξ (scalars).
-	MeanPDagger, MeanXi *Node
-	// Solution is the CG solution, the state a warm start carries to the next step: the row-space
-	// vector u (b) for FGN, the direction itself for SGN.
-	Solution Vec
-	// RowRHS is, for FGN, the right-hand side of the whitened row system that Solution
-	// approximately solves: r̃ = Q^{-1/2} r (eq. 4.6) when no row is saturated (see FGNDirection);
-	// nil for SGN.
-	RowRHS *Node
-	// Finite is true (boolean scalar) when the loss, the CG residual and every entry of D are
-	// finite. The optimizers take a step only when it holds.
-	Finite *Node
-}
-
-// LossGradient returns the mean cross-entropy of a batch and its gradient
-//
-//	g = (1/b) Jᵀ r = (1/b) J_zᵀ (p - y),       r_i = p_†^{(i)}      (eqs. 2.11, 3.8),
-//
-// computed with one VJP of the logit map.
-func LossGradient(lin Linearization, labels *Node) (loss *Node, grad Vec) {
-	m := NewMargin(lin.Logits(), labels)
-	b := float64(m.S.Shape().Dim(0))
-	j := MarginJacobian{Lin: lin, GradS: m.GradS}
-	return ReduceAllMean(m.Loss), vecScale(Scalar(m.S.Graph(), m.S.DType(), 1/b), j.VJP(m.PDagger))
-}
-
-// whitening splits the rows of the batch for the whitened row-space system (sec. 4.1).
-//
 // The paper whitens every row: J̃ = Q^{1/2} J, r̃ = Q^{-1/2} r. For a saturated example with
 // p_★ → 0, q_i underflows (to 0 in float32 once |s| ≳ 100) while r̃_i = √(p_†/p_★) = e^{s/2}
 // overflows, although their product is the finite p_†. Rows whose weight is below a floor
@@ -140,7 +47,7 @@ func newWhitening(m *Margin, bLambda *Node, floor float64) whitening {
 //
 //	(H_FGN + λI) d + g = (1/b) J̃ᵀ e,   so   ‖(H_FGN + λI) d + g‖/‖g‖ = √(eᵀK e / ‖Jᵀr‖²).
 //
-// With cfg.CG.Rule = StopParameterResidual (the default) CG stops on this exact parameter-space
+// With cfg.CG.StoppingRule = StopParameterResidual (the default) CG stops on this exact parameter-space
 // residual: it evaluates eᵀK e from the operator product each iteration already makes (see
 // solveCG), at the cost of one more operator product when it stops, and ‖Jᵀr‖² with one VJP.
 // A cheaper proxy, the unwhitened row residual ‖Q^{1/2}e‖ ≤ Tol·‖r‖, bounds the parameter
@@ -153,7 +60,7 @@ func newWhitening(m *Margin, bLambda *Node, floor float64) whitening {
 //
 // With a generic Linearization each CG iteration costs one VJP and one JVP of the margin map.
 // FGNAffineDirection is the closed-form variant for affine heads.
-func FGNDirection(lin Linearization, labels, u0 *Node, cfg Config) *Direction {
+func FGNDirection(lin Linearization, labels, u0 *Node, cfg Settings) *Direction {
 	m := NewMargin(lin.Logits(), labels)
 	j := MarginJacobian{Lin: lin, GradS: m.GradS}
 	return rowSpaceDirection(m, j, matrixFreeGram{j}, u0, cfg, inWhileLoop(lin))
@@ -165,7 +72,7 @@ func FGNDirection(lin Linearization, labels, u0 *Node, cfg Config) *Direction {
 // The feature Gram h hᵀ + 1 is head.FeatureGram when set (frozen features), else computed here.
 // u0 and the stopping rule are as for FGNDirection; here eᵀK e and ‖Jᵀr‖² = rᵀG r cost b×b
 // products only.
-func FGNAffineDirection(head *AffineHead, labels, u0 *Node, cfg Config) *Direction {
+func FGNAffineDirection(head *AffineHead, labels, u0 *Node, cfg Settings) *Direction {
 	m := NewMargin(head.Logits(), labels)
 	featureGram := head.FeatureGram
 	if featureGram == nil {
@@ -201,12 +108,12 @@ func (f matrixFreeGram) normJT(a *Node) *Node {
 
 // rowSpaceDirection solves the whitened row system of FGNDirection with the Gram gram and
 // back-projects.
-func rowSpaceDirection(m *Margin, j MarginJacobian, gram marginGram, u0 *Node, cfg Config, inLoop bool) *Direction {
-	cfg.mustValidate()
+func rowSpaceDirection(m *Margin, j MarginJacobian, gram marginGram, u0 *Node, cfg Settings, inLoop bool) *Direction {
+	cfg.mustValidateSolve()
 	g := m.S.Graph()
 	dtype := m.S.DType()
 	b := m.S.Shape().Dim(0)
-	bLambda := Scalar(g, dtype, float64(b)*cfg.Lambda)
+	bLambda := cfg.scaledLambda(g, dtype, float64(b))
 	w := newWhitening(m, bLambda, cfg.floor(dtype))
 
 	// Coupling of the saturated rows into the whitened ones: −Q_W^{1/2} J J_Rᵀ δ_R.
@@ -217,7 +124,7 @@ func rowSpaceDirection(m *Margin, j MarginJacobian, gram marginGram, u0 *Node, c
 		rhs:       Vec{rhs},
 		x0:        rowStart(u0),
 	}
-	if cfg.CG.Rule == StopParameterResidual {
+	if cfg.CG.StoppingRule == StopParameterResidual {
 		sys.curvatureNorm = true
 		sys.refNorm2 = gram.normJT(m.PDagger)
 	}
@@ -226,47 +133,4 @@ func rowSpaceDirection(m *Margin, j MarginJacobian, gram marginGram, u0 *Node, c
 	dir := newDirection(d, m, sol)
 	dir.RowRHS = rhs
 	return dir
-}
-
-// SGNDirection returns the damped full-softmax-GGN direction d = −(H_GGN + λI)^{-1} g of the SGN
-// baseline, by parameter-space CG on GGNOperator, warm-started from x0 (nil for zeros; SGN
-// passes its previous direction). Its CG residual is the parameter-space residual
-// ‖(H_GGN + λI) d + g‖/‖g‖ whatever cfg.CG.Rule says.
-func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Config) *Direction {
-	cfg.mustValidate()
-	m := NewMargin(lin.Logits(), labels)
-	g := m.S.Graph()
-	dtype := m.S.DType()
-	b := float64(m.S.Shape().Dim(0))
-	probs := Softmax(lin.Logits(), -1)
-	grad := vecScale(Scalar(g, dtype, 1/b), lin.VJP(Sub(probs, m.OneHot)))
-	op := GGNOperator(lin, probs, Scalar(g, dtype, cfg.Lambda))
-	sol := solveCG(cgSystem{curvature: op, rhs: vecScale(Scalar(g, dtype, -1), grad), x0: x0}, cfg.CG, inWhileLoop(lin))
-	return newDirection(sol.X, m, sol)
-}
-
-// rowStart is the CG start of the row-space solve: nil (zero) or {u0}.
-func rowStart(u0 *Node) Vec {
-	if u0 == nil {
-		return nil
-	}
-	return Vec{u0}
-}
-
-func newDirection(d Vec, m *Margin, sol CGResult) *Direction {
-	loss := ReduceAllMean(m.Loss)
-	finite := LogicalAnd(IsFinite(loss), IsFinite(sol.Residual))
-	for _, x := range d {
-		finite = LogicalAnd(finite, LogicalAll(IsFinite(x)))
-	}
-	return &Direction{
-		Finite:      finite,
-		D:           d,
-		Loss:        loss,
-		Iterations:  sol.Iterations,
-		Residual:    sol.Residual,
-		MeanPDagger: ReduceAllMean(m.PDagger),
-		MeanXi:      ReduceAllMean(m.Xi),
-		Solution:    sol.X,
-	}
 }

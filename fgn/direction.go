@@ -1,0 +1,78 @@
+package fgn
+
+import (
+	. "github.com/gomlx/gomlx/core/graph"
+)
+
+// Direction is a damped Gauss-Newton direction d for a batch, with its diagnostics. The step is
+// w ← w + α d.
+type Direction struct {
+	// D is the direction, shaped like the parameters.
+	D Vec
+	// Loss is the mean cross-entropy of the batch (scalar).
+	Loss *Node
+	// Iterations is the number of CG iterations used (int32 scalar).
+	Iterations *Node
+	// Residual is the relative residual that CG's stopping rule compared with the tolerance, for
+	// the returned direction: ‖(H + λI) d + g‖/‖g‖ for SGN and for FGN with
+	// StopParameterResidual, ‖e‖/‖r̃‖ in FGN's whitened row space with StopWhitenedRowResidual.
+	Residual *Node
+	// MeanPDagger and MeanXi are the batch means of p_† and ξ (scalars).
+	MeanPDagger, MeanXi *Node
+	// Solution is the CG solution, the state a warm start carries to the next step: the row-space
+	// vector u (b) for FGN, the direction itself for SGN.
+	Solution Vec
+	// RowRHS is, for FGN, the right-hand side of the whitened row system that Solution
+	// approximately solves: r̃ = Q^{-1/2} r (eq. 4.6) when no row is saturated (see FGNDirection);
+	// nil for SGN.
+	RowRHS *Node
+	// Finite is true (boolean scalar) when the loss, the CG residual and every entry of D are
+	// finite. The optimizers take a step only when it holds.
+	Finite *Node
+	// Damping is the damping telemetry of an optimizer step (UpdateGraphWithLinearization); nil
+	// for a direction computed on its own.
+	Damping *StepDamping
+}
+
+// LossGradient returns the mean cross-entropy of a batch and its gradient
+//
+//	g = (1/b) Jᵀ r = (1/b) J_zᵀ (p - y),       r_i = p_†^{(i)}      (eqs. 2.11, 3.8),
+//
+// computed with one VJP of the logit map.
+func LossGradient(lin Linearization, labels *Node) (loss *Node, grad Vec) {
+	m := NewMargin(lin.Logits(), labels)
+	return ReduceAllMean(m.Loss), gradient(lin, m)
+}
+
+// gradient returns g = (1/b) Jᵀ p_† for the batch whose margin quantities are m.
+func gradient(lin Linearization, m *Margin) Vec {
+	b := float64(m.S.Shape().Dim(0))
+	j := MarginJacobian{Lin: lin, GradS: m.GradS}
+	return vecScale(Scalar(m.S.Graph(), m.S.DType(), 1/b), j.VJP(m.PDagger))
+}
+
+// rowStart is the CG start of the row-space solve: nil (zero) or {u0}.
+func rowStart(u0 *Node) Vec {
+	if u0 == nil {
+		return nil
+	}
+	return Vec{u0}
+}
+
+func newDirection(d Vec, m *Margin, sol CGResult) *Direction {
+	loss := ReduceAllMean(m.Loss)
+	finite := LogicalAnd(IsFinite(loss), IsFinite(sol.Residual))
+	for _, x := range d {
+		finite = LogicalAnd(finite, LogicalAll(IsFinite(x)))
+	}
+	return &Direction{
+		Finite:      finite,
+		D:           d,
+		Loss:        loss,
+		Iterations:  sol.Iterations,
+		Residual:    sol.Residual,
+		MeanPDagger: ReduceAllMean(m.PDagger),
+		MeanXi:      ReduceAllMean(m.Xi),
+		Solution:    sol.X,
+	}
+}

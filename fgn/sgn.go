@@ -1,0 +1,38 @@
+package fgn
+
+import (
+	. "github.com/gomlx/gomlx/core/graph"
+)
+
+// SGNDirection returns the damped full-softmax-GGN direction d = −(H_GGN + λI)^{-1} g of the SGN
+// baseline, by parameter-space CG on GGNOperator, warm-started from x0 (nil for zeros; SGN
+// passes its previous direction). Its CG residual is the parameter-space residual
+// ‖(H_GGN + λI) d + g‖/‖g‖ whatever cfg.CG.StoppingRule says.
+func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings) *Direction {
+	cfg.mustValidateSolve()
+	m := NewMargin(lin.Logits(), labels)
+	g := m.S.Graph()
+	dtype := m.S.DType()
+	b := float64(m.S.Shape().Dim(0))
+	probs := Softmax(lin.Logits(), -1)
+	grad := vecScale(Scalar(g, dtype, 1/b), lin.VJP(Sub(probs, m.OneHot)))
+	op := GGNOperator(lin, probs, cfg.scaledLambda(g, dtype, 1))
+	sol := solveCG(cgSystem{curvature: op, rhs: vecScale(Scalar(g, dtype, -1), grad), x0: x0}, cfg.CG, inWhileLoop(lin))
+	return newDirection(sol.X, m, sol)
+}
+
+// GGNOperator returns the damped full softmax GGN-vector product used by SGN,
+//
+//	v ↦ (1/b) J_zᵀ (diag(p) - p pᵀ) J_z v + λ v        (eq. 3.1, batched),
+//
+// where the softmax covariance is applied per example as p⊙m - p (pᵀm), m = J_z v.
+// probs are the softmax probabilities (b×C).
+func GGNOperator(lin Linearization, probs, lambda *Node) func(v Vec) Vec {
+	invB := 1.0 / float64(probs.Shape().Dim(0))
+	return func(v Vec) Vec {
+		m := lin.JVP(v)
+		pm := Mul(probs, m)
+		cov := MulScalar(Sub(pm, Mul(probs, ExpandAxes(ReduceSum(pm, -1), -1))), invB)
+		return vecAxpy(lin.VJP(cov), lambda, v)
+	}
+}

@@ -80,6 +80,10 @@ func (l *autodiffLinearization) vjp(m *Node) Vec {
 type AffineHead struct {
 	// H holds the features (b×d); W (d×C) and Bias (C) are the parameters.
 	H, W, Bias *Node
+	// HT is hᵀ (d×b), the operand layout of VJP's product hᵀ m. NewAffineHead transposes h once
+	// per graph, so the VJPs of a step (and of every CG iteration) share one transpose; with
+	// frozen features and static batches callers may replace it by hᵀ laid out once per batch.
+	HT *Node
 	// FeatureGram optionally holds h hᵀ + 1 (b×b, see FeatureGram) for FGNAffineDirection. With
 	// frozen features and static batches it is the same in every epoch and can be computed once
 	// per batch; nil means FGNAffineDirection computes it.
@@ -94,7 +98,7 @@ func NewAffineHead(h, w, bias *Node) *AffineHead {
 		exceptions.Panicf("fgn.NewAffineHead: need h (b×d), W (d×C), bias (C); got %s, %s, %s",
 			h.Shape(), w.Shape(), bias.Shape())
 	}
-	return &AffineHead{H: h, W: w, Bias: bias, logits: Add(MatMul(h, w), ExpandAxes(bias, 0))}
+	return &AffineHead{H: h, W: w, Bias: bias, HT: Transpose(h, 0, 1), logits: Add(MatMul(h, w), ExpandAxes(bias, 0))}
 }
 
 func (a *AffineHead) Logits() *Node  { return a.logits }
@@ -102,7 +106,7 @@ func (a *AffineHead) Params() Vec    { return Vec{a.W, a.Bias} }
 func (a *AffineHead) loopSafe() bool { return true }
 
 func (a *AffineHead) VJP(m *Node) Vec {
-	return Vec{Einsum("bd,bc->dc", a.H, m), ReduceSum(m, 0)}
+	return Vec{MatMul(a.HT, m), ReduceSum(m, 0)}
 }
 
 func (a *AffineHead) JVP(v Vec) *Node {

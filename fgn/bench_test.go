@@ -97,9 +97,9 @@ func benchmarkStep(b *testing.B, method string, batch, dim, numClasses int) {
 			adamWithGradient(adam, scope, g, head.Params(), grad)
 			return loss
 		case "FGNAutodiff":
-			return opt.UpdateGraph(scope, Linearize(head.Logits(), head.Params()), labels).Loss
+			return opt.UpdateGraphWithLinearization(scope, Linearize(head.Logits(), head.Params()), labels).Loss
 		default:
-			return opt.UpdateGraph(scope, head, labels).Loss
+			return opt.UpdateGraphWithLinearization(scope, head, labels).Loss
 		}
 	})
 	exec.MustCall(h, labels, gram, ht)[0].FinalizeAll() // compile and warm up

@@ -1,22 +1,83 @@
 package fgn
 
 import (
+	"fmt"
+	"math"
 	"strconv"
 
+	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/support/exceptions"
 )
+
+// StoppingRule selects the residual that FGN's row-space CG tests against its tolerance.
+type StoppingRule int
+
+const (
+	// StopParameterResidual stops FGN's CG once the parameter-space residual of the direction it
+	// back-projects is small relative to the gradient:
+	//
+	//	‖(H_FGN + λI) d + g‖ ≤ Tol·‖g‖.
+	//
+	// This is what the step needs, whatever the scale of the row system. FGNDirection states the
+	// identity by which it is evaluated in row space. It is the default.
+	StopParameterResidual StoppingRule = iota
+	// StopWhitenedRowResidual is the rule of the paper's Algorithm 1: stop once the whitened row
+	// residual e = r̃ − (K + bλI)u satisfies ‖e‖ ≤ Tol·‖r̃‖. On a batch holding confidently
+	// misclassified examples (large margin s, tiny q, r̃_i = √(p_†/p_★) ≈ e^{s/2}) it is met after
+	// one iteration whatever the tolerance, far from the solution; it is kept to reproduce the
+	// paper's runs.
+	StopWhitenedRowResidual
+)
+
+// String returns the rule's name as used in flags and CSV files: "parameter" or "whitened-row".
+func (r StoppingRule) String() string {
+	switch r {
+	case StopParameterResidual:
+		return "parameter"
+	case StopWhitenedRowResidual:
+		return "whitened-row"
+	}
+	return "StoppingRule(" + strconv.Itoa(int(r)) + ")"
+}
+
+// ParseStoppingRule is the inverse of StoppingRule.String.
+func ParseStoppingRule(s string) (StoppingRule, error) {
+	for _, r := range []StoppingRule{StopParameterResidual, StopWhitenedRowResidual} {
+		if r.String() == s {
+			return r, nil
+		}
+	}
+	return 0, fmt.Errorf("fgn: unknown CG stopping rule %q (want %q or %q)", s,
+		StopParameterResidual, StopWhitenedRowResidual)
+}
 
 // CGSettings configures conjugate gradients.
 type CGSettings struct {
 	// MaxIter caps the number of iterations (the paper's N_CG; default 5).
 	MaxIter int
-	// Tol is the relative residual tolerance: CG stops once ‖A x - b‖ ≤ Tol·‖b‖ (default 1e-5).
+	// Tol is the relative residual tolerance (default 1e-5); Rule says which residual.
 	Tol float64
+	// Rule is FGN's stopping rule (default StopParameterResidual). SGN's CG runs in parameter
+	// space, where both rules are the same test ‖(H_GGN + λI) d + g‖ ≤ Tol·‖g‖.
+	Rule StoppingRule
 }
 
-// DefaultCGSettings are the paper's settings: at most 5 iterations, relative tolerance 1e-5.
+// DefaultCGSettings are the paper's settings: at most 5 iterations, relative tolerance 1e-5,
+// with the parameter-space stopping rule.
 var DefaultCGSettings = CGSettings{MaxIter: 5, Tol: 1e-5}
+
+func (s CGSettings) check() error {
+	switch {
+	case s.MaxIter < 1:
+		return fmt.Errorf("fgn: CG iteration cap must be ≥ 1, got %d", s.MaxIter)
+	case !(s.Tol >= 0) || math.IsInf(s.Tol, 1):
+		return fmt.Errorf("fgn: CG tolerance must be finite and ≥ 0, got %g", s.Tol)
+	case s.Rule != StopParameterResidual && s.Rule != StopWhitenedRowResidual:
+		return fmt.Errorf("fgn: unknown CG stopping rule %d", int(s.Rule))
+	}
+	return nil
+}
 
 // CGResult is the outcome of an in-graph CG solve.
 type CGResult struct {
@@ -24,98 +85,184 @@ type CGResult struct {
 	X Vec
 	// Iterations is the number of iterations performed (int32 scalar).
 	Iterations *Node
-	// Residual is the final relative residual ‖r‖/‖b‖ of the CG recurrence (scalar), 0 when b = 0.
+	// Residual is the final relative residual that the stopping test compared with the
+	// tolerance (scalar), 0 when the reference norm is 0.
 	Residual *Node
 }
 
 // CG solves A x = rhs for a symmetric positive definite operator A by conjugate gradients,
-// starting from x0 (zeros when nil), inside the graph being built.
+// starting from x0 (zeros when nil), inside the graph being built. It stops once
+// ‖A x − rhs‖ ≤ Tol·‖rhs‖ or after MaxIter iterations (s.Rule does not apply: the residual is
+// that of the system given).
 //
-// With inLoop the iterations run in a GoMLX While loop that exits as soon as the tolerance is
-// met, so on XLA the whole solve stays on the device. Otherwise the MaxIter iterations are
-// unrolled into the graph and an iteration past convergence is masked to a no-op, which gives the
-// same iterates and iteration count. op must be buildable inside a While body when inLoop is
-// set; see Linearization.
-func CG(op func(Vec) Vec, rhs, x0 Vec, s CGSettings, inLoop bool) CGResult {
-	if s.MaxIter < 1 {
-		exceptions.Panicf("fgn.CG: MaxIter must be ≥ 1, got %d", s.MaxIter)
+// The MaxIter iterations are unrolled into the graph and an iteration past convergence is masked
+// to a no-op, so op may be any graph function, autodiff products included. (The directions of
+// this package run the same iterations in a While loop, with the same iterates and iteration
+// count, when their operator can be built inside a While body; see "In-graph CG" in the package
+// documentation.)
+func CG(op func(Vec) Vec, rhs, x0 Vec, s CGSettings) CGResult {
+	return solveCG(cgSystem{curvature: op, rhs: rhs, x0: x0}, s, false)
+}
+
+// cgSystem is the damped system (C + σI) x = rhs that solveCG solves, with C symmetric positive
+// semi-definite (positive definite when shift is nil).
+type cgSystem struct {
+	curvature func(Vec) Vec // v ↦ C v
+	shift     *Node         // σ (scalar); nil for σ = 0
+	rhs, x0   Vec
+	// With curvatureNorm the stopping test is on the C-seminorm of the residual e,
+	// ‖e‖_C² = eᵀC e ≤ Tol²·refNorm2, instead of on its Euclidean norm relative to ‖rhs‖.
+	curvatureNorm bool
+	refNorm2      *Node
+}
+
+func (sys cgSystem) apply(v Vec) (cv, av Vec) {
+	cv = sys.curvature(v)
+	if sys.shift == nil {
+		return cv, cv
 	}
-	if s.Tol < 0 {
-		exceptions.Panicf("fgn.CG: Tol must be ≥ 0, got %g", s.Tol)
+	return cv, vecAxpy(cv, sys.shift, v)
+}
+
+// solveCG runs CG on sys. With inLoop the iterations run in a GoMLX While loop that exits as soon
+// as the test passes, so on XLA the whole solve stays on the device; sys's operator must then be
+// buildable inside a While body (see whileSafe). Otherwise they are unrolled and masked as
+// described for CG.
+//
+// The Euclidean test ‖e_k‖ uses the recurrence's ‖r_k‖², known before iteration k applies the
+// operator, so iteration k runs only if r_k fails the test (MaxIter operator products at most).
+// The C-seminorm test needs C r_k, which CG does not form; since r_k = p_k − β_{k−1} p_{k−1},
+//
+//	C r_k = C p_k − β_{k−1} C p_{k−1},
+//
+// so iteration k applies the operator to p_k first, tests r_k with that product and the one kept
+// from iteration k−1, and updates the iterate only if the test fails. The last pass only tests:
+// MaxIter + 1 operator products at most, and the residual reported is always that of the
+// returned iterate.
+func solveCG(sys cgSystem, s CGSettings, inLoop bool) CGResult {
+	if err := s.check(); err != nil {
+		exceptions.Panicf("%v", err)
 	}
+	rhs := sys.rhs
 	g := rhs[0].Graph()
 	dtype := rhs[0].DType()
-	x := x0
+	x := sys.x0
 	var r Vec
 	if x == nil {
 		x = vecZerosLike(rhs)
 		r = rhs
 	} else {
-		r = vecAxpy(rhs, Scalar(g, dtype, -1), op(x))
+		_, ax := sys.apply(x)
+		r = vecAxpy(rhs, Scalar(g, dtype, -1), ax)
 	}
-	bb := vecDot(rhs, rhs)
-	threshold := Mul(Scalar(g, dtype, s.Tol*s.Tol), bb) // stop when ‖r‖² ≤ tol²‖b‖²
-	state := cgState{k: Const(g, int32(0)), x: x, r: r, p: r, rr: vecDot(r, r)}
+	ref := sys.refNorm2
+	if !sys.curvatureNorm {
+		ref = vecDot(rhs, rhs)
+	}
+	threshold := Mul(Scalar(g, dtype, s.Tol*s.Tol), ref)
+	rr := vecDot(r, r)
+	zero := ScalarZero(g, dtype)
+	state := cgState{k: Const(g, int32(0)), x: x, r: r, p: r, rr: rr, beta: zero, res2: rr, stop: Const(g, int32(0))}
+	if sys.curvatureNorm {
+		state.cp = vecZerosLike(rhs)
+	}
 	maxIter := Const(g, int32(s.MaxIter))
 
-	active := func(st cgState) *Node {
-		return LogicalAnd(LessThan(st.k, maxIter), GreaterThan(st.rr, threshold))
-	}
+	body := func(st cgState) cgState { return cgIteration(sys, st, maxIter, threshold) }
 	if inLoop {
-		state = whileLoop(state, active, func(st cgState) cgState { return cgIteration(op, st, nil) })
+		cond := func(st cgState) *Node { return LogicalNot(st.stopped()) }
+		if !sys.curvatureNorm {
+			cond = func(st cgState) *Node { return euclideanActive(st, maxIter, threshold) }
+		}
+		state = whileLoop(state, cond, body)
 	} else {
-		for range s.MaxIter {
-			state = cgIteration(op, state, active(state))
+		passes := s.MaxIter
+		if sys.curvatureNorm {
+			passes++
+		}
+		for range passes {
+			state = body(state)
 		}
 	}
-	residual := Where(GreaterThan(bb, ZerosLike(bb)), Sqrt(Div(state.rr, bb)), ZerosLike(bb))
+	res2 := state.res2
+	if !sys.curvatureNorm {
+		res2 = state.rr
+	}
+	residual := Where(GreaterThan(ref, zero), Sqrt(Div(Max(res2, zero), ref)), zero)
 	return CGResult{X: state.x, Iterations: state.k, Residual: residual}
 }
 
-// cgState is the loop state of CG: iteration count, iterate, residual, direction, ‖r‖².
+// cgState is the loop state of CG: iteration count k, iterate x, residual r, direction p,
+// ‖r‖², and for the C-seminorm test C p_{k−1} (cp, nil for the Euclidean test), β_{k−1} and the
+// last tested ‖r‖_C²; stop is 1 once the iterate is final. (stop is an int32 rather than a bool:
+// GoMLX v0.28.3's Go backend fails on boolean While state.)
 type cgState struct {
-	k       *Node
-	x, r, p Vec
-	rr      *Node
+	k, rr, beta, res2, stop *Node
+	x, r, p, cp             Vec
 }
+
+func (st cgState) stopped() *Node { return GreaterThan(st.stop, ZerosLike(st.stop)) }
 
 func (st cgState) flatten() []*Node {
-	out := []*Node{st.k, st.rr}
-	out = append(out, st.x...)
-	out = append(out, st.r...)
-	return append(out, st.p...)
-}
-
-func unflattenCG(nodes []*Node) cgState {
-	n := (len(nodes) - 2) / 3
-	return cgState{k: nodes[0], rr: nodes[1], x: nodes[2 : 2+n], r: nodes[2+n : 2+2*n], p: nodes[2+2*n:]}
-}
-
-// cgIteration performs one CG iteration. When mask is not nil, the iteration only takes effect
-// where mask is true (used by the unrolled form).
-func cgIteration(op func(Vec) Vec, st cgState, mask *Node) cgState {
-	ap := op(st.p)
-	pAp := vecDot(st.p, ap)
-	alpha := Div(st.rr, pAp)
-	if mask != nil {
-		// Past convergence p may be 0 and pAp = 0: select 0 rather than multiply by NaN.
-		alpha = Where(mask, alpha, ZerosLike(alpha))
+	out := []*Node{st.k, st.rr, st.beta, st.res2, st.stop}
+	for _, v := range []Vec{st.r, st.p, st.cp, st.x} {
+		out = append(out, v...)
 	}
+	return out
+}
+
+// unflatten rebuilds a state shaped like st from nodes in flatten's order.
+func (st cgState) unflatten(nodes []*Node) cgState {
+	n := len(st.x)
+	v := nodes[5:]
+	out := cgState{k: nodes[0], rr: nodes[1], beta: nodes[2], res2: nodes[3], stop: nodes[4],
+		r: v[:n], p: v[n : 2*n], x: v[len(v)-n:]}
+	if st.cp != nil {
+		out.cp = v[2*n : 3*n]
+	}
+	return out
+}
+
+// euclideanActive reports whether r_k fails the Euclidean test and the cap is not reached.
+func euclideanActive(st cgState, maxIter, threshold *Node) *Node {
+	return LogicalAnd(LessThan(st.k, maxIter), GreaterThan(st.rr, threshold))
+}
+
+// cgIteration is one pass of solveCG: test r_k, then take the CG step unless r_k passed or the
+// iteration cap is reached. A pass on a stopped state changes nothing.
+func cgIteration(sys cgSystem, st cgState, maxIter, threshold *Node) cgState {
+	zero := ZerosLike(st.rr)
+	cp, ap := sys.apply(st.p)
+	update := euclideanActive(st, maxIter, threshold)
+	res2 := st.rr
+	if sys.curvatureNorm {
+		cr := vecAxpy(cp, Neg(st.beta), st.cp)
+		res2 = Where(st.stopped(), st.res2, vecDot(st.r, cr))
+		update = LogicalAnd(LogicalNot(st.stopped()),
+			LogicalAnd(GreaterThan(res2, threshold), LessThan(st.k, maxIter)))
+	}
+
+	// Past convergence p may be 0 and pᵀAp = 0: select 0 rather than multiply by NaN.
+	alpha := Where(update, Div(st.rr, vecDot(st.p, ap)), zero)
 	x := vecAxpy(st.x, alpha, st.p)
 	r := vecAxpy(st.r, Neg(alpha), ap)
 	rr := vecDot(r, r)
-	beta := Div(rr, st.rr)
-	if mask != nil {
-		beta = Where(mask, beta, ZerosLike(beta))
-	}
+	beta := Where(update, Div(rr, st.rr), zero)
 	p := vecAxpy(r, beta, st.p)
-	k := AddScalar(st.k, 1)
-	if mask != nil {
-		rr = Where(mask, rr, st.rr)
-		k = Where(mask, k, st.k)
-		p = vecSelect(mask, p, st.p)
+	next := cgState{
+		k:    Where(update, AddScalar(st.k, 1), st.k),
+		x:    x,
+		r:    vecSelect(update, r, st.r),
+		p:    vecSelect(update, p, st.p),
+		rr:   Where(update, rr, st.rr),
+		beta: Where(update, beta, st.beta),
+		res2: res2,
+		stop: ConvertDType(LogicalNot(update), dtypes.Int32),
 	}
-	return cgState{k: k, x: x, r: r, p: p, rr: rr}
+	if st.cp != nil {
+		next.cp = vecSelect(update, cp, st.cp)
+	}
+	return next
 }
 
 func vecSelect(mask *Node, onTrue, onFalse Vec) Vec {
@@ -143,9 +290,9 @@ func whileLoop(init cgState, cond func(cgState) *Node, body func(cgState) cgStat
 		for i, n := range flat {
 			nodes[i] = Parameter(g, "cg_state_"+strconv.Itoa(i), n.Shape())
 		}
-		return unflattenCG(nodes)
+		return init.unflatten(nodes)
 	}
 	condFn := NewClosure(g, func(g *Graph) []*Node { return []*Node{cond(params(g))} })
 	bodyFn := NewClosure(g, func(g *Graph) []*Node { return body(params(g)).flatten() })
-	return unflattenCG(While(condFn, bodyFn, flat...))
+	return init.unflatten(While(condFn, bodyFn, flat...))
 }

@@ -38,7 +38,7 @@ func BenchmarkCGLoop(b *testing.B) {
 				exec := MustNewExec(testBackend, func(h, rhs *Node) *Node {
 					k := gram(h)
 					op := func(v Vec) Vec { return Vec{rowOp(k, v[0])} }
-					return CG(op, Vec{rhs}, nil, settings, variant == "While").X[0]
+					return solveCG(cgSystem{curvature: op, rhs: Vec{rhs}}, settings, variant == "While").X[0]
 				})
 				exec.MustCall(h, r)[0].FinalizeAll()
 				b.ResetTimer()
@@ -58,20 +58,23 @@ func rowOp(k, v *Node) *Node { return Add(MatMul(k, v), MulScalar(v, float64(v.S
 // one call of a compiled single-iteration graph whose state comes back to the host.
 func benchmarkHostCG(b *testing.B, h, r *tensors.Tensor, gram func(*Node) *Node, s CGSettings) {
 	gramExec := MustNewExec(testBackend, gram)
+	shape := cgState{x: Vec{nil}}
 	iterExec := MustNewExec(testBackend, func(in []*Node) []*Node {
-		k := in[0]
-		st := cgState{k: in[1], rr: in[2], x: Vec{in[3]}, r: Vec{in[4]}, p: Vec{in[5]}}
-		return cgIteration(func(v Vec) Vec { return Vec{rowOp(k, v[0])} }, st, nil).flatten()
+		k, g := in[0], in[0].Graph()
+		sys := cgSystem{curvature: func(v Vec) Vec { return Vec{rowOp(k, v[0])} }}
+		maxIter, threshold := Const(g, int32(s.MaxIter)), ScalarZero(g, k.DType())
+		return cgIteration(sys, shape.unflatten(in[1:]), maxIter, threshold).flatten()
 	})
 	initExec := MustNewExec(testBackend, func(rhs *Node) []*Node {
-		return cgState{k: Const(rhs.Graph(), int32(0)), rr: vecDot(Vec{rhs}, Vec{rhs}), x: Vec{ZerosLike(rhs)},
-			r: Vec{rhs}, p: Vec{rhs}}.flatten()
+		g, rr := rhs.Graph(), vecDot(Vec{rhs}, Vec{rhs})
+		return cgState{k: Const(g, int32(0)), rr: rr, beta: ZerosLike(rr), res2: rr, stop: Const(g, int32(0)),
+			x: Vec{ZerosLike(rhs)}, r: Vec{rhs}, p: Vec{rhs}}.flatten()
 	})
 	solve := func() {
 		k := gramExec.MustCall(h)[0]
 		st := initExec.MustCall(r)
 		for range s.MaxIter {
-			next := iterExec.MustCall(k, st[0], st[1], st[2], st[3], st[4])
+			next := iterExec.MustCall(append([]any{k}, tensorsAsAny(st)...)...)
 			_ = next[1].Value() // the host reads ‖r‖² to decide whether to continue
 			for _, t := range st {
 				t.FinalizeAll()
@@ -89,4 +92,12 @@ func benchmarkHostCG(b *testing.B, h, r *tensors.Tensor, gram func(*Node) *Node,
 		solve()
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/solve")
+}
+
+func tensorsAsAny(ts []*tensors.Tensor) []any {
+	out := make([]any, len(ts))
+	for i, t := range ts {
+		out[i] = t
+	}
+	return out
 }

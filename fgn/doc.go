@@ -10,8 +10,11 @@
 //     dense forms Dense (H_GGN, H_FGN, the dropped term, Jacobians) for small problems.
 //   - Sections 3.4-4, batched form and row-space solver: MarginJacobian (J, from logit JVP/VJP),
 //     CG, and the directions FGNDirection, FGNAffineDirection, SGNDirection, LossGradient.
-//   - Optimizers (sec. 5): FGN and SGN, configured like GoMLX's Adam (FGN().LearningRate(α).
-//     Damping(λ).Done()), stepping model variables; state (warm starts) lives in variables.
+//   - Optimizers (sec. 5): FGN and SGN implement GoMLX's optimizer.Interface and are configured
+//     like its Adam: FGN().LearningRate(α).Damping(λ).Done() trains wherever
+//     optimizer.Adam().Done() does, train.Trainer included, with Loss as the trainer's loss (it
+//     records the logits and labels the curvature needs). State lives in variables, so
+//     checkpoints restore it.
 //   - Host-level entry point with input validation: AffineDirection.
 //
 // # Linearisation and JVPs
@@ -20,7 +23,8 @@
 // any logits node of any parameter nodes: VJPs are reverse passes and, since GoMLX has no
 // forward mode, JVPs are double VJPs (the JVP of a linear map is the VJP of its VJP). Both reuse
 // the forward nodes, so the forward pass is computed once per step. AffineHead gives the closed
-// forms for z = hW + 1bᵀ.
+// forms for z = hW + 1bᵀ; a model with other closed forms implements Linearization and records
+// it with RecordLinearization.
 //
 // # In-graph CG
 //

@@ -6,29 +6,23 @@ import (
 	"math/rand/v2"
 
 	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train"
 
 	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 )
 
-// Example_mlp trains a two-layer tanh network with FGN through the generic JVP/VJP closures:
-// any GoMLX logits function of model variables works, not only linear heads.
-func Example_mlp() {
-	const n, dim, hidden, classes = 256, 8, 16, 4
-	be, err := backend.New()
-	if err != nil {
-		panic(err)
-	}
-
-	// Points on a noisy ring whose 2·classes sectors alternate between the classes, so that each
-	// class owns two opposite sectors: no linear head separates them.
-	rng := rand.New(rand.NewPCG(1, 2))
+// ring returns n points on a noisy ring in dim dimensions whose 2·classes sectors alternate
+// between the classes, so that each class owns two opposite sectors: no linear head separates
+// them.
+func ring(rng *rand.Rand, n, dim, classes int) ([][]float64, []int32) {
 	x := make([][]float64, n)
 	y := make([]int32, n)
 	for i := range x {
 		angle := 2 * math.Pi * rng.Float64()
-		y[i] = int32(int(angle/(math.Pi/classes)) % classes)
+		y[i] = int32(int(angle/(math.Pi/float64(classes))) % classes)
 		x[i] = make([]float64, dim)
 		for k := range x[i] {
 			x[i][k] = 0.1 * rng.NormFloat64()
@@ -36,6 +30,21 @@ func Example_mlp() {
 		x[i][0] += math.Cos(angle)
 		x[i][1] += math.Sin(angle)
 	}
+	return x, y
+}
+
+// Example_trainer trains a two-layer tanh network with FGN through GoMLX's train.Trainer:
+// fgn.FGN().Done() is a GoMLX optimizer, and fgn.Loss, the softmax cross-entropy, records the
+// logits and labels that FGN's curvature needs. FGN linearises the model by autodiff, so any
+// GoMLX model of trainable variables works, not only linear heads.
+func Example_trainer() {
+	const n, dim, hidden, classes = 256, 8, 16, 4
+	be, err := backend.New()
+	if err != nil {
+		panic(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	x, y := ring(rng, n, dim, classes)
 	init := func(rows, cols int) [][]float64 {
 		w := make([][]float64, rows)
 		for i := range w {
@@ -46,37 +55,91 @@ func Example_mlp() {
 		}
 		return w
 	}
+	w1, w2 := init(dim, hidden), init(hidden, classes)
 
-	// The model's parameters are ordinary trainable GoMLX variables.
-	store := model.NewStore()
-	scope := store.RootScope().In("mlp")
-	vars := []*model.Variable{
-		scope.VariableWithValue("W1", init(dim, hidden)), scope.VariableWithValue("b1", make([]float64, hidden)),
-		scope.VariableWithValue("W2", init(hidden, classes)), scope.VariableWithValue("b2", make([]float64, classes)),
-	}
-
-	opt := fgn.FGN().LearningRate(1).Damping(0.1).Done() // CG ≤ 5 iterations, tolerance 1e-5
-	step := model.MustNewExec(be, store, func(scope *model.Scope, x, labels *Node) (*Node, *Node) {
-		g := x.Graph()
-		params := make(fgn.Vec, len(vars))
-		for k, v := range vars {
-			params[k] = v.NodeValue(g)
+	mlp := func(scope *model.Scope, x *Node) *Node {
+		scope = scope.In("mlp")
+		layer := func(name string, x *Node, w [][]float64) *Node {
+			weights := scope.VariableWithValue("W"+name, w).NodeValue(x.Graph())
+			bias := scope.VariableWithValue("b"+name, make([]float64, len(w[0]))).NodeValue(x.Graph())
+			return Add(MatMul(x, weights), ExpandAxes(bias, 0))
 		}
-		h := Tanh(Add(MatMul(x, params[0]), ExpandAxes(params[1], 0)))
-		logits := Add(MatMul(h, params[2]), ExpandAxes(params[3], 0))
-		// Linearize builds the VJP (reverse mode) and JVP (double VJP) closures of the logits.
-		dir := opt.UpdateGraph(scope, fgn.Linearize(logits, params), labels)
-		return dir.Loss, dir.Iterations
-	})
+		return layer("2", Tanh(layer("1", x, w1)), w2)
+	}
+	opt := fgn.FGN().LearningRate(1).Damping(0.1).Done() // CG ≤ 5 iterations, tolerance 1e-5
+	trainer := train.NewTrainer(be, model.NewStore(), mlp, fgn.Loss, opt, nil, nil)
 	for i := range 60 {
-		loss, its := step.MustCall2(x, y)
+		batch := train.Batch{Inputs: []*tensors.Tensor{tensors.FromValue(x)}, Labels: []*tensors.Tensor{tensors.FromValue(y)}}
+		metrics, err := trainer.TrainStep(batch)
+		if err != nil {
+			panic(err)
+		}
 		if i%20 == 0 || i == 59 {
-			fmt.Printf("step %2d: loss %.3f (CG iterations %d)\n", i, loss.Value(), its.Value())
+			fmt.Printf("step %2d: loss %.3f\n", i, metrics[0].Value())
 		}
 	}
 	// Output:
-	// step  0: loss 1.437 (CG iterations 5)
-	// step 20: loss 0.301 (CG iterations 5)
-	// step 40: loss 0.171 (CG iterations 5)
-	// step 59: loss 0.130 (CG iterations 5)
+	// step  0: loss 1.437
+	// step 20: loss 0.301
+	// step 40: loss 0.171
+	// step 59: loss 0.130
+}
+
+// Example_closedForm supplies a closed-form linearisation: the model records its affine head
+// z = x W + 1 bᵀ with fgn.RecordLinearization, and FGN solves the damped system with the head's
+// closed-form row Gram (appendix F.2) instead of autodiff products. A model whose Jacobian
+// products are known in closed form records its own fgn.Linearization the same way.
+func Example_closedForm() {
+	const n, dim, classes = 256, 8, 4
+	be, err := backend.New()
+	if err != nil {
+		panic(err)
+	}
+	// Gaussian classes around random means.
+	rng := rand.New(rand.NewPCG(3, 4))
+	means := make([][]float64, classes)
+	for c := range means {
+		means[c] = make([]float64, dim)
+		for k := range means[c] {
+			means[c][k] = rng.NormFloat64()
+		}
+	}
+	x := make([][]float64, n)
+	y := make([]int32, n)
+	for i := range x {
+		y[i] = int32(rng.IntN(classes))
+		x[i] = make([]float64, dim)
+		for k := range x[i] {
+			x[i][k] = means[y[i]][k] + rng.NormFloat64()
+		}
+	}
+
+	head := func(scope *model.Scope, x *Node) *Node {
+		g := x.Graph()
+		scope = scope.In("head")
+		w := make([][]float64, dim)
+		for k := range w {
+			w[k] = make([]float64, classes)
+		}
+		lin := fgn.NewAffineHead(x, scope.VariableWithValue("W", w).NodeValue(g),
+			scope.VariableWithValue("bias", make([]float64, classes)).NodeValue(g))
+		fgn.RecordLinearization(lin)
+		return lin.Logits()
+	}
+	trainer := train.NewTrainer(be, model.NewStore(), head, fgn.Loss, fgn.FGN().LearningRate(1).Done(), nil, nil)
+	for i := range 30 {
+		batch := train.Batch{Inputs: []*tensors.Tensor{tensors.FromValue(x)}, Labels: []*tensors.Tensor{tensors.FromValue(y)}}
+		metrics, err := trainer.TrainStep(batch)
+		if err != nil {
+			panic(err)
+		}
+		if i%10 == 0 || i == 29 {
+			fmt.Printf("step %2d: loss %.3f\n", i, metrics[0].Value())
+		}
+	}
+	// Output:
+	// step  0: loss 1.386
+	// step 10: loss 0.312
+	// step 20: loss 0.257
+	// step 29: loss 0.236
 }

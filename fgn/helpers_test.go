@@ -110,21 +110,21 @@ func flat64(t *tensors.Tensor) []float64 {
 	case dtypes.Float64:
 		return tensors.MustCopyFlatData[float64](t)
 	case dtypes.Float32:
-		f := tensors.MustCopyFlatData[float32](t)
-		out := make([]float64, len(f))
-		for i := range f {
-			out[i] = float64(f[i])
-		}
-		return out
+		return toFloat64(tensors.MustCopyFlatData[float32](t))
 	case dtypes.Int32:
-		f := tensors.MustCopyFlatData[int32](t)
-		out := make([]float64, len(f))
-		for i := range f {
-			out[i] = float64(f[i])
-		}
-		return out
+		return toFloat64(tensors.MustCopyFlatData[int32](t))
+	case dtypes.Int64:
+		return toFloat64(tensors.MustCopyFlatData[int64](t))
 	}
 	panic("flat64: unsupported dtype " + t.DType().String())
+}
+
+func toFloat64[T float32 | int32 | int64](x []T) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(v)
+	}
+	return out
 }
 
 // relErr returns ‖a−b‖/max(‖b‖, tiny).

@@ -66,6 +66,14 @@ func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias 
 	if method < MethodFGN || method > MethodGradient {
 		return nil, fmt.Errorf("fgn: unknown method %d", int(method))
 	}
+	// Labels of any integer type reach the graph as int32 (validated to lie in [0, C)).
+	var wide []int64
+	labels.ConstFlatData(func(flat any) { wide = toInt64s(flat) })
+	narrow := make([]int32, len(wide))
+	for i, y := range wide {
+		narrow[i] = int32(y)
+	}
+	labels = tensors.FromFlatDataAndDimensions(narrow, len(narrow))
 	var result *AffineResult
 	err := exceptions.TryCatch[error](func() {
 		exec := MustNewExec(backend, func(h, labels, w, bias *Node) []*Node {
@@ -128,6 +136,9 @@ func validateAffine(h, labels, w, bias *tensors.Tensor, cfg Config) error {
 	if c < 2 {
 		return fmt.Errorf("fgn: need at least C=2 classes, got C=%d", c)
 	}
+	if b == 0 {
+		return fmt.Errorf("fgn: empty batch: features have 0 examples")
+	}
 	if labels.Rank() != 1 || labels.Shape().Dim(0) != b {
 		return fmt.Errorf("fgn: labels must be a vector of length b=%d, got shape %s", b, labels.Shape())
 	}
@@ -154,20 +165,16 @@ func validateAffine(h, labels, w, bias *tensors.Tensor, cfg Config) error {
 			return fmt.Errorf("fgn: %s has a NaN or Inf at flat index %d", in.name, idx)
 		}
 	}
-	if !(cfg.Lambda > 0) || math.IsInf(cfg.Lambda, 0) {
-		return fmt.Errorf("fgn: damping λ must be finite and > 0, got %g", cfg.Lambda)
-	}
-	if cfg.CG.MaxIter < 1 || !(cfg.CG.Tol >= 0) {
-		return fmt.Errorf("fgn: CG needs MaxIter ≥ 1 and Tol ≥ 0, got MaxIter=%d, Tol=%g", cfg.CG.MaxIter, cfg.CG.Tol)
-	}
-	if cfg.SaturationFloor < 0 || cfg.SaturationFloor >= 0.25 {
-		return fmt.Errorf("fgn: SaturationFloor must be in [0, 1/4), got %g", cfg.SaturationFloor)
-	}
-	return nil
+	return cfg.Validate()
 }
 
+// toInt64s widens a flat slice of any Go integer type.
 func toInt64s(flat any) []int64 {
 	switch v := flat.(type) {
+	case []int8:
+		return widen(v)
+	case []int16:
+		return widen(v)
 	case []int32:
 		return widen(v)
 	case []int64:
@@ -176,14 +183,34 @@ func toInt64s(flat any) []int64 {
 		return widen(v)
 	case []uint8:
 		return widen(v)
+	case []uint16:
+		return widen(v)
+	case []uint32:
+		return widen(v)
+	case []uint64:
+		out := make([]int64, len(v))
+		for i, x := range v {
+			out[i] = int64(min(x, math.MaxInt64))
+		}
+		return out
+	case []uint:
+		return toInt64s(widenUnsigned(v))
 	}
-	return []int64{-1} // unsupported integer type: reported as out of range
+	panic(fmt.Sprintf("fgn: labels of Go type %T", flat))
 }
 
-func widen[T int32 | int | uint8](v []T) []int64 {
+func widen[T int8 | int16 | int32 | int | uint8 | uint16 | uint32](v []T) []int64 {
 	out := make([]int64, len(v))
 	for i, x := range v {
 		out[i] = int64(x)
+	}
+	return out
+}
+
+func widenUnsigned(v []uint) []uint64 {
+	out := make([]uint64, len(v))
+	for i, x := range v {
+		out[i] = uint64(x)
 	}
 	return out
 }

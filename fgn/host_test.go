@@ -43,7 +43,13 @@ func TestAffineDirectionBadInput(t *testing.T) {
 		}, "shape mismatch"},
 		{"label count", func(h, l, w, b **tensors.Tensor, c *Config) { *l = tensors.FromValue([]int32{0, 1}) }, "length b=3"},
 		{"mixed dtypes", func(h, l, w, b **tensors.Tensor, c *Config) { *b = tensors.FromValue([]float32{0, 0, 0}) }, "share one dtype"},
-		{"no CG iterations", func(h, l, w, b **tensors.Tensor, c *Config) { c.CG.MaxIter = 0 }, "MaxIter"},
+		{"no CG iterations", func(h, l, w, b **tensors.Tensor, c *Config) { c.CG.MaxIter = 0 }, "iteration cap"},
+		{"NaN CG tolerance", func(h, l, w, b **tensors.Tensor, c *Config) { c.CG.Tol = math.NaN() }, "CG tolerance"},
+		{"uint8 label too large", func(h, l, w, b **tensors.Tensor, c *Config) { *l = tensors.FromValue([]uint8{0, 200, 1}) }, "label 200 of example 1 is outside [0, 3)"},
+		{"empty batch", func(h, l, w, b **tensors.Tensor, c *Config) {
+			*h = tensors.FromFlatDataAndDimensions([]float64{}, 0, 2)
+			*l = tensors.FromFlatDataAndDimensions([]int32{}, 0)
+		}, "empty batch"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, labels, w, bias := good()
@@ -54,6 +60,33 @@ func TestAffineDirectionBadInput(t *testing.T) {
 				t.Errorf("got error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestAffineDirectionLabelTypes checks that labels of every Go integer type give the direction of
+// int32 labels.
+func TestAffineDirectionLabelTypes(t *testing.T) {
+	h := tensors.FromValue([][]float64{{1, 2}, {3, 4}, {5, 6}})
+	w := tensors.FromValue([][]float64{{0.1, 0.2, 0.3}, {0.4, 0.5, 0.6}})
+	bias := tensors.FromValue([]float64{0, 0, 0})
+	want, err := AffineDirection(testBackend, MethodFGNClosedForm, h, tensors.FromValue([]int32{0, 2, 1}), w, bias, DefaultConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, labels := range []any{[]int8{0, 2, 1}, []int16{0, 2, 1}, []int64{0, 2, 1}, []uint8{0, 2, 1},
+		[]uint16{0, 2, 1}, []uint32{0, 2, 1}, []uint64{0, 2, 1}} {
+		lt, err := tensors.FromAnyValue(labels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := AffineDirection(testBackend, MethodFGNClosedForm, h, lt, w, bias, DefaultConfig)
+		if err != nil {
+			t.Errorf("labels %T: %v", labels, err)
+			continue
+		}
+		if d := relErr(flat64(got.DW), flat64(want.DW)); d != 0 {
+			t.Errorf("labels %T: direction differs from int32 labels' by %g", labels, d)
+		}
 	}
 }
 

@@ -12,6 +12,10 @@ type Vec []*Node
 // Linearization is the logit map z(w) linearised at the current parameters: the logits and
 // products with the logit Jacobian J_z (b·C × d). It is built once per step; VJP and JVP may be
 // called any number of times and reuse the forward pass.
+//
+// Linearize provides it for any model by autodiff and NewAffineHead in closed form for an affine
+// head; a model whose Jacobian products have another closed form implements it and hands it to
+// the optimizers with RecordLinearization (or UpdateGraphWithLinearization).
 type Linearization interface {
 	// Logits returns z (b×C) at the linearisation point.
 	Logits() *Node
@@ -21,8 +25,20 @@ type Linearization interface {
 	VJP(m *Node) Vec
 	// JVP returns J_z v (b×C) for a tangent v shaped like Params.
 	JVP(v Vec) *Node
-	// loopSafe reports whether VJP and JVP may be built inside a While body closure.
-	loopSafe() bool
+}
+
+// whileSafe is implemented by the linearisations of this package whose products may be built
+// inside a GoMLX While body, so that CG runs in an in-graph While loop on them; CG's loop is
+// unrolled for every other linearisation, autodiff products included (see "In-graph CG" in the
+// package documentation).
+type whileSafe interface {
+	whileSafe()
+}
+
+// inWhileLoop reports whether CG may iterate on lin's products in a While loop.
+func inWhileLoop(lin Linearization) bool {
+	_, ok := lin.(whileSafe)
+	return ok
 }
 
 // Linearize returns the generic linearisation of any logits node computed from params, using
@@ -49,11 +65,6 @@ type autodiffLinearization struct {
 
 func (l *autodiffLinearization) Logits() *Node { return l.logits }
 func (l *autodiffLinearization) Params() Vec   { return l.params }
-func (l *autodiffLinearization) loopSafe() bool {
-	// GoMLX v0.28.3 cannot execute Gradient nodes built inside a While body on the Go backend
-	// ("input 0 for node Mul not computed yet"), so the CG loop over generic products is unrolled.
-	return false
-}
 
 // VJP treats m as a constant: cotangents built from the logits (such as a ⊙ ∇_z s) must not be
 // differentiated.
@@ -101,9 +112,9 @@ func NewAffineHead(h, w, bias *Node) *AffineHead {
 	return &AffineHead{H: h, W: w, Bias: bias, HT: Transpose(h, 0, 1), logits: Add(MatMul(h, w), ExpandAxes(bias, 0))}
 }
 
-func (a *AffineHead) Logits() *Node  { return a.logits }
-func (a *AffineHead) Params() Vec    { return Vec{a.W, a.Bias} }
-func (a *AffineHead) loopSafe() bool { return true }
+func (a *AffineHead) Logits() *Node { return a.logits }
+func (a *AffineHead) Params() Vec   { return Vec{a.W, a.Bias} }
+func (a *AffineHead) whileSafe()    {}
 
 func (a *AffineHead) VJP(m *Node) Vec {
 	return Vec{MatMul(a.HT, m), ReduceSum(m, 0)}

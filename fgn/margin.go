@@ -49,6 +49,10 @@ type Margin struct {
 // NewMargin computes the margin quantities for logits (b×C, float) and labels (b, integer).
 // It panics (GoMLX graph-building convention) on shape mismatches; host-level entry points
 // validate their inputs and return errors instead.
+//
+// Contract: every label lies in [0, C). A graph cannot check values, and an out-of-range label
+// silently gives a wrong margin and step; the caller validates labels before they reach the
+// graph (AffineDirection, the training loop and the command-line tools do).
 func NewMargin(logits, labels *Node) *Margin {
 	if logits.Rank() != 2 {
 		exceptions.Panicf("fgn.NewMargin: logits must be b×C, got %s", logits.Shape())

@@ -4,34 +4,50 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"slices"
+	"strings"
 
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/initializer"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
 	"github.com/gomlx/gomlx/support/exceptions"
 )
 
 // Optimizer is a damped Gauss-Newton optimizer for a classifier trained with softmax
-// cross-entropy: FGN (sec. 4, Algorithm 1) or the SGN baseline (full softmax GGN).
+// cross-entropy, FGN (sec. 4, Algorithm 1) or the SGN baseline (full softmax GGN), as a GoMLX
+// optimizer: it implements optimizer.Interface, so FGN().Done() trains a model wherever
+// optimizer.Adam().Done() does (train.Trainer, train.Loop and its progress bar, checkpoints).
 //
-// It plays the role of GoMLX's optimizer.Interface, but its curvature needs more than the scalar
-// loss: UpdateGraph takes the linearised logit map and the labels. Build lin from the current
-// values of the model's trainable variables (v.NodeValue(g)): Linearize(logits, params) for any
-// model (JVP/VJP closures, Algorithm 1), or NewAffineHead(h, W, bias) for an affine head, which
-// FGN solves with the closed-form row Gram of appendix F.2 (or matrix-free, see MatrixFree).
+// Like Adam it steps the trainable variables of the scope it is given that the graph uses
+// (scope.IterVariables()), and keeps its state in variables (the warm-start vectors under its own
+// scope, GoMLX's global step and learning-rate variables), so a checkpoint restores it. Its
+// curvature needs the batch's logits and labels, not only the loss:
+//
+//   - UpdateGraph(scope, g, loss), the Trainer's entry point, takes them from the graph, where
+//     Loss (the loss function to give the Trainer) records them. The logits are linearised with
+//     respect to the trainable variables by autodiff (Linearize), unless the model recorded a
+//     closed form with RecordLinearization. It panics if loss is not the one Loss returned.
+//   - UpdateGraphWithLinearization(scope, lin, labels) is the entry point for a training step
+//     built by hand: lin.Params() must be the current values (v.NodeValue(g)) of exactly those
+//     trainable variables, in any order. It returns the step's Direction with its diagnostics.
 type Optimizer interface {
-	// UpdateGraph builds one step w ← w + α d: it computes the damped direction d at the current
-	// parameters lin.Params(), which must be the current node values of trainable variables of
-	// scope, and sets those variables to their updated values. The returned Direction reports the
-	// batch loss (before the step), CG iterations and residual, and the means of p_† and ξ.
+	optimizer.Interface
+
+	// UpdateGraphWithLinearization builds one step w ← w + α d: it computes the damped direction
+	// d at the current parameters lin.Params() and sets the variables to their updated values.
+	// The returned Direction reports the batch loss (before the step), CG iterations and
+	// residual, and the means of p_† and ξ. When Direction.Finite is false (a NaN or Inf in the
+	// loss, the direction or the CG residual, e.g. from a non-finite feature), the step leaves
+	// every parameter and every warm-start state variable unchanged; the global step still
+	// counts it, as train.Loop does.
 	//
 	// It is a graph-building function and panics on error.
-	UpdateGraph(scope *model.Scope, lin Linearization, labels *Node) *Direction
-
-	// Clear deletes the optimizer's state variables (warm-start vectors) from scope's store.
-	Clear(scope *model.Scope) error
+	UpdateGraphWithLinearization(scope *model.Scope, lin Linearization, labels *Node) *Direction
 }
+
+var _ optimizer.Interface = (*gnOptimizer)(nil)
 
 // Paper defaults (sec. 5, app. F.2), shared by FGN and SGN.
 const (
@@ -53,20 +69,22 @@ type GNConfig struct {
 }
 
 // FGN returns the configuration of the FGN optimizer with the paper's defaults: α = 0.1, λ = 1,
-// at most 5 CG iterations, tolerance 1e-5, no warm start. Its state lives under the store scope
-// "/FGNOptimizer".
+// at most 5 CG iterations, tolerance 1e-5, no warm start. Its warm-start state lives under the
+// store scope "/FGNOptimizer".
 func FGN() *GNConfig {
 	return &GNConfig{fgn: true, alpha: DefaultLearningRate, cfg: DefaultConfig, scopeName: "FGNOptimizer"}
 }
 
 // SGN returns the configuration of the SGN baseline optimizer (full softmax GGN, parameter-space
 // CG) with the paper's defaults: α = 0.1, λ = 1, at most 5 CG iterations, tolerance 1e-5, CG
-// warm-started from the previous direction. Its state lives under the store scope "/SGNOptimizer".
+// warm-started from the previous direction. Its warm-start state lives under the store scope
+// "/SGNOptimizer".
 func SGN() *GNConfig {
 	return &GNConfig{alpha: DefaultLearningRate, cfg: DefaultConfig, warmStart: true, scopeName: "SGNOptimizer"}
 }
 
-// LearningRate sets the step size α > 0 (default 0.1).
+// LearningRate sets the step size α > 0 (default 0.1). It is the initial value of GoMLX's
+// learning-rate variable (optimizer.LearningRateVar), which learning-rate schedules may change.
 func (c *GNConfig) LearningRate(alpha float64) *GNConfig { c.alpha = alpha; return c }
 
 // Damping sets the constant damping λ > 0 (default 1).
@@ -77,6 +95,10 @@ func (c *GNConfig) CGMaxIterations(n int) *GNConfig { c.cfg.CG.MaxIter = n; retu
 
 // CGTolerance sets the CG relative residual tolerance (default 1e-5).
 func (c *GNConfig) CGTolerance(tol float64) *GNConfig { c.cfg.CG.Tol = tol; return c }
+
+// CGStoppingRule sets FGN's CG stopping rule (default StopParameterResidual; the paper's
+// Algorithm 1 is StopWhitenedRowResidual). SGN's parameter-space CG has one rule.
+func (c *GNConfig) CGStoppingRule(rule StoppingRule) *GNConfig { c.cfg.CG.Rule = rule; return c }
 
 // WarmStart sets whether CG starts from the previous step's solution (SGN default: true, the
 // previous direction; FGN default: false — FGN's warm start is the previous row-space solution u,
@@ -100,18 +122,10 @@ func (c *GNConfig) Validate() error {
 	switch {
 	case !(c.alpha > 0) || math.IsInf(c.alpha, 0):
 		return fmt.Errorf("fgn: learning rate α must be finite and > 0, got %g", c.alpha)
-	case !(c.cfg.Lambda > 0) || math.IsInf(c.cfg.Lambda, 0):
-		return fmt.Errorf("fgn: damping λ must be finite and > 0, got %g", c.cfg.Lambda)
-	case c.cfg.CG.MaxIter < 1:
-		return fmt.Errorf("fgn: CG iteration cap must be ≥ 1, got %d", c.cfg.CG.MaxIter)
-	case !(c.cfg.CG.Tol >= 0):
-		return fmt.Errorf("fgn: CG tolerance must be ≥ 0, got %g", c.cfg.CG.Tol)
-	case c.cfg.SaturationFloor < 0 || c.cfg.SaturationFloor >= 0.25:
-		return fmt.Errorf("fgn: saturation floor must be in [0, 1/4), got %g", c.cfg.SaturationFloor)
 	case c.scopeName == "":
 		return fmt.Errorf("fgn: empty optimizer scope name")
 	}
-	return nil
+	return c.cfg.Validate()
 }
 
 // Done validates the configuration and returns the optimizer. It panics on an invalid
@@ -126,18 +140,47 @@ func (c *GNConfig) Done() Optimizer {
 
 type gnOptimizer struct{ c GNConfig }
 
-func (o *gnOptimizer) UpdateGraph(scope *model.Scope, lin Linearization, labels *Node) *Direction {
+// UpdateGraph implements optimizer.Interface: one step on the batch whose logits and labels Loss
+// recorded in g. loss must be the one Loss returned: the curvature is that of the softmax
+// cross-entropy alone, so another loss, or regularisation terms added to it, are rejected.
+func (o *gnOptimizer) UpdateGraph(scope *model.Scope, g *Graph, loss *Node) {
+	rec := recordOf(g)
+	switch {
+	case rec.losses == 0:
+		exceptions.Panicf("fgn: %s needs the batch's logits and labels: train with fgn.Loss as the loss function, "+
+			"which records them (or build the step with UpdateGraphWithLinearization)", o.c.name())
+	case rec.losses > 1:
+		exceptions.Panicf("fgn: fgn.Loss was called %d times in one graph; %s steps on one softmax cross-entropy",
+			rec.losses, o.c.name())
+	case loss != rec.loss:
+		exceptions.Panicf("fgn: the loss to minimise is not the one fgn.Loss returned (another loss, or regularisation "+
+			"terms added to it); %s's curvature is that of fgn.Loss's cross-entropy alone", o.c.name())
+	}
+	lin := rec.lin
+	if lin == nil {
+		_, params := trainableVariables(scope, g)
+		lin = Linearize(rec.logits, params)
+	} else if lin.Logits() != rec.logits {
+		exceptions.Panicf("fgn: the linearisation recorded with RecordLinearization is not of the logits given to fgn.Loss")
+	}
+	o.UpdateGraphWithLinearization(scope, lin, rec.labels)
+}
+
+func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linearization, labels *Node) *Direction {
 	g := labels.Graph()
-	vars := trainableVariables(scope, g, lin.Params())
+	params := lin.Params()
+	vars := variablesOf(scope, g, params)
+	dtype := lin.Logits().DType()
+	alpha := optimizer.LearningRateVar(scope, dtype, o.c.alpha).NodeValue(g)
+	_ = optimizer.IncrementGlobalStep(g, dtype)
 	var warm []*model.Variable
 	var x0 Vec
 	if o.c.warmStart {
 		var stateShapes []shapes.Shape
 		if o.c.fgn { // the row-space solution u, one entry per example
-			z := lin.Logits().Shape()
-			stateShapes = []shapes.Shape{shapes.Make(z.DType, z.Dim(0))}
+			stateShapes = []shapes.Shape{shapes.Make(dtype, lin.Logits().Shape().Dim(0))}
 		} else { // the previous direction
-			for _, p := range lin.Params() {
+			for _, p := range params {
 				stateShapes = append(stateShapes, p.Shape())
 			}
 		}
@@ -152,13 +195,13 @@ func (o *gnOptimizer) UpdateGraph(scope *model.Scope, lin Linearization, labels 
 	default:
 		dir = FGNDirection(lin, labels, first(x0), o.c.cfg)
 	}
+	// A step whose loss, direction or CG residual is not finite changes nothing (Direction.Finite).
 	for k, v := range warm {
-		v.SetNodeValue(StopGradient(dir.Solution[k]))
+		v.SetNodeValue(keepUnless(dir.Finite, StopGradient(dir.Solution[k]), x0[k]))
 	}
 	for k, v := range vars {
-		p := lin.Params()[k]
-		alpha := Scalar(g, p.DType(), o.c.alpha)
-		v.SetNodeValue(Add(p, Mul(alpha, dir.D[k])))
+		updated := Add(params[k], Mul(ConvertDType(alpha, params[k].DType()), dir.D[k]))
+		v.SetNodeValue(keepUnless(dir.Finite, updated, params[k]))
 	}
 	return dir
 }
@@ -190,28 +233,68 @@ func (o *gnOptimizer) Clear(scope *model.Scope) error {
 	return scope.Store().DeleteVariablesInScope(path.Join("/", o.c.scopeName))
 }
 
-// trainableVariables maps each parameter node to the trainable variable of scope whose current
-// node value it is.
-func trainableVariables(scope *model.Scope, g *Graph, params Vec) []*model.Variable {
-	vars := make([]*model.Variable, len(params))
+// trainableVariables returns the trainable variables of scope that g uses, the variables
+// optimizer.Adam steps, and their current values, sorted by path: the store lists variables in
+// creation order, or in any order after a checkpoint is loaded, and a fixed order keeps the
+// step's floating-point sums, hence a restored run, reproducible.
+func trainableVariables(scope *model.Scope, g *Graph) ([]*model.Variable, Vec) {
+	var vars []*model.Variable
 	for v := range scope.IterVariables() {
-		if !v.Trainable || !v.InUseByGraph(g) {
-			continue
-		}
-		node := v.NodeValue(g)
-		for k, p := range params {
-			if p == node {
-				vars[k] = v
-			}
+		if v.Trainable && v.InUseByGraph(g) {
+			vars = append(vars, v)
 		}
 	}
+	if len(vars) == 0 {
+		exceptions.Panicf("fgn: no trainable variable of scope %q is used by the graph", scope.Scope())
+	}
+	slices.SortFunc(vars, func(a, b *model.Variable) int { return strings.Compare(a.Path(), b.Path()) })
+	values := make(Vec, len(vars))
 	for k, v := range vars {
-		if v == nil {
-			exceptions.Panicf("fgn: parameter %d (%s) of the linearisation is not the current value of a trainable "+
-				"variable of scope %q: build it from v.NodeValue(g)", k, params[k].Shape(), scope.Scope())
-		}
+		values[k] = v.NodeValue(g)
 	}
-	return vars
+	return vars, values
+}
+
+// variablesOf returns, for each parameter of a linearisation, the trainable variable whose
+// current value it is. The parameters must be the current values of exactly the trainable
+// variables of scope that g uses, in any order: the optimizer steps all of them, as Adam does.
+func variablesOf(scope *model.Scope, g *Graph, params Vec) []*model.Variable {
+	vars, values := trainableVariables(scope, g)
+	byValue := make(map[*Node]*model.Variable, len(vars))
+	for k, v := range vars {
+		byValue[values[k]] = v
+	}
+	out := make([]*model.Variable, len(params))
+	for k, p := range params {
+		if out[k] = byValue[p]; out[k] == nil {
+			exceptions.Panicf("fgn: parameter %d (%s) of the linearisation is not the current value (v.NodeValue(g)) of "+
+				"a trainable variable of scope %q, or is repeated", k, p.Shape(), scope.Scope())
+		}
+		delete(byValue, p)
+	}
+	if len(byValue) > 0 {
+		var missing []string
+		for _, v := range byValue {
+			missing = append(missing, v.Path())
+		}
+		slices.Sort(missing)
+		exceptions.Panicf("fgn: the linearisation has no parameter for the trainable variables %v of scope %q, which "+
+			"the optimizer steps (mark variables it must not step with SetTrainable(false))", missing, scope.Scope())
+	}
+	return out
+}
+
+// name is the optimizer's name in messages.
+func (c *GNConfig) name() string {
+	if c.fgn {
+		return "FGN"
+	}
+	return "SGN"
+}
+
+// keepUnless returns updated where ok (a boolean scalar) holds, else current.
+func keepUnless(ok, updated, current *Node) *Node {
+	return Where(BroadcastToDims(ok, updated.Shape().Dimensions...), updated, current)
 }
 
 func first(v Vec) *Node {

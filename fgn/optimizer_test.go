@@ -1,13 +1,17 @@
 package fgn
 
 import (
+	"math"
 	"path"
 	"strings"
 	"testing"
 
+	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
 
 // optModel holds a problem's parameters as model variables (float64) and builds the
@@ -21,6 +25,11 @@ type optModel struct {
 }
 
 func newOptModel(p *problem, mlp, generic bool) *optModel {
+	return newOptModelOf(p, mlp, generic, dtypes.Float64)
+}
+
+// newOptModelOf is newOptModel with parameters of the given dtype.
+func newOptModelOf(p *problem, mlp, generic bool, dtype dtypes.DType) *optModel {
 	store := model.NewStore()
 	scope := store.RootScope().In("classifier")
 	m := &optModel{store: store, mlp: mlp, generic: generic}
@@ -31,7 +40,7 @@ func newOptModel(p *problem, mlp, generic bool) *optModel {
 		names = []string{"W1", "b1", "W2", "b2"}
 	}
 	for _, n := range names {
-		m.vars = append(m.vars, scope.VariableWithValue(n, params[n]))
+		m.vars = append(m.vars, scope.VariableWithValue(n, cast(params[n], dtype)))
 	}
 	return m
 }
@@ -66,7 +75,7 @@ func (m *optModel) flatParams() []float64 {
 func (m *optModel) step(t *testing.T, opt Optimizer, p *problem, n int) float64 {
 	t.Helper()
 	exec, err := model.NewExec(testBackend, m.store, func(scope *model.Scope, h, labels *Node) []*Node {
-		dir := opt.UpdateGraph(scope, m.lin(h), labels)
+		dir := opt.UpdateGraphWithLinearization(scope, m.lin(h), labels)
 		return []*Node{dir.Loss, dir.Iterations}
 	})
 	if err != nil {
@@ -83,8 +92,37 @@ func (m *optModel) step(t *testing.T, opt Optimizer, p *problem, n int) float64 
 	return its
 }
 
-// TestOptimizerStepMatchesDense checks that one optimizer step with CG run to convergence moves
-// the variables by α·d, d the dense damped solve: −(H_FGN + λI)⁻¹g for FGN (closed form, generic
+// logits is the model function the Trainer calls: the logits of the linearisation m.lin, with
+// the affine head recorded as a closed form unless m.generic (then the optimizer linearises the
+// logits by autodiff, as it does for the MLP).
+func (m *optModel) logits(_ *model.Scope, h *Node) *Node {
+	lin := m.lin(h)
+	if head, ok := lin.(*AffineHead); ok {
+		RecordLinearization(head)
+	}
+	return lin.Logits()
+}
+
+// trainerStep runs n steps of GoMLX's train.Trainer with opt and fgn.Loss on the problem's batch.
+func (m *optModel) trainerStep(t *testing.T, opt Optimizer, p *problem, n int) {
+	t.Helper()
+	trainer := train.NewTrainer(testBackend, m.store, m.logits, Loss, opt, nil, nil)
+	for range n {
+		if _, err := trainer.TrainStep(p.batch()); err != nil {
+			t.Fatalf("train step: %+v", err)
+		}
+	}
+}
+
+// batch returns the problem's features and labels as a fresh train.Batch (the Trainer takes
+// ownership of its tensors).
+func (p *problem) batch() train.Batch {
+	return train.Batch{Inputs: []*tensors.Tensor{tensors.FromValue(p.h)}, Labels: []*tensors.Tensor{tensors.FromValue(p.labels)}}
+}
+
+// TestOptimizerStepMatchesDense checks that one optimizer step with CG run to convergence, built
+// by UpdateGraphWithLinearization or by GoMLX's train.Trainer with fgn.Loss, moves the variables
+// by α·d, d the dense damped solve: −(H_FGN + λI)⁻¹g for FGN (closed form, generic
 // closures and matrix-free head products on the affine head, MLP) and −(H_GGN + λI)⁻¹g for SGN.
 func TestOptimizerStepMatchesDense(t *testing.T) {
 	const alpha, lambda = 0.3, 0.7
@@ -101,26 +139,36 @@ func TestOptimizerStepMatchesDense(t *testing.T) {
 		{"SGN mlp", SGN(), true, false},
 		{"SGN affine", SGN(), false, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m := newOptModel(p, tc.mlp, tc.generic)
-			before := m.flatParams()
-			opt := tc.opt.LearningRate(alpha).Damping(lambda).CGMaxIterations(60).CGTolerance(1e-14).Done()
-			m.step(t, opt, p, 1)
-			moved := sub(m.flatParams(), before)
-			for k := range moved {
-				moved[k] /= alpha
+		for _, trainer := range []bool{false, true} {
+			name := tc.name + " UpdateGraphWithLinearization"
+			if trainer {
+				name = tc.name + " train.Trainer"
 			}
-			dn := runDense(t, p, tc.mlp)
-			curvature := dn.fgn
-			if !tc.opt.fgn {
-				curvature = dn.ggn
-			}
-			neg := make([]float64, dn.d)
-			for k := range neg {
-				neg[k] = -dn.grad[k]
-			}
-			check(t, "(w⁺−w)/α vs dense (H+λI)⁻¹(−g)", relErr(moved, denseSolve(t, curvature, dn.d, lambda, neg)), 1e-8)
-		})
+			t.Run(name, func(t *testing.T) {
+				m := newOptModel(p, tc.mlp, tc.generic)
+				before := m.flatParams()
+				opt := tc.opt.LearningRate(alpha).Damping(lambda).CGMaxIterations(60).CGTolerance(1e-14).Done()
+				if trainer {
+					m.trainerStep(t, opt, p, 1)
+				} else {
+					m.step(t, opt, p, 1)
+				}
+				moved := sub(m.flatParams(), before)
+				for k := range moved {
+					moved[k] /= alpha
+				}
+				dn := runDense(t, p, tc.mlp)
+				curvature := dn.fgn
+				if !tc.opt.fgn {
+					curvature = dn.ggn
+				}
+				neg := make([]float64, dn.d)
+				for k := range neg {
+					neg[k] = -dn.grad[k]
+				}
+				check(t, "(w⁺−w)/α vs dense (H+λI)⁻¹(−g)", relErr(moved, denseSolve(t, curvature, dn.d, lambda, neg)), 1e-8)
+			})
+		}
 	}
 }
 
@@ -201,6 +249,9 @@ func TestOptimizerConfigErrors(t *testing.T) {
 		{FGN().CGMaxIterations(0), "iteration cap"},
 		{SGN().CGTolerance(-1), "tolerance"},
 		{FGN().SaturationFloor(0.3), "saturation floor"},
+		{FGN().CGTolerance(math.NaN()), "tolerance"},
+		{FGN().CGTolerance(math.Inf(1)), "tolerance"},
+		{FGN().CGStoppingRule(StoppingRule(7)), "stopping rule"},
 	} {
 		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Validate() = %v, want an error about %q", err, tc.want)
@@ -212,9 +263,64 @@ func TestOptimizerConfigErrors(t *testing.T) {
 	_, err := model.MustNewExec(testBackend, store, func(scope *model.Scope, h, labels *Node) *Node {
 		notVar := MulScalar(w.NodeValue(h.Graph()), 2)
 		head := NewAffineHead(h, notVar, Zeros(h.Graph(), tensors.FromValue([]float64{0, 0}).Shape()))
-		return FGN().Done().UpdateGraph(scope, head, labels).Loss
+		return FGN().Done().UpdateGraphWithLinearization(scope, head, labels).Loss
 	}).Call([][]float64{{1}}, []int32{0})
-	if err == nil || !strings.Contains(err.Error(), "is not the current value of a trainable variable") {
+	if err == nil || !strings.Contains(err.Error(), "of the linearisation is not the current value (v.NodeValue(g)) of a trainable variable") {
 		t.Errorf("non-variable parameter: error %v", err)
+	}
+}
+
+// TestNonFiniteStepChangesNothing checks that a batch with a NaN or Inf feature leaves every
+// parameter and every optimizer state variable bit-identical and reports Direction.Finite false,
+// for FGN (closed-form Gram, matrix-free) and SGN in float32 and float64.
+func TestNonFiniteStepChangesNothing(t *testing.T) {
+	p := newProblem(23, 6, 4, 3, 3, 1)
+	for _, dtype := range []dtypes.DType{dtypes.Float32, dtypes.Float64} {
+		for _, tc := range []struct {
+			name string
+			opt  *GNConfig
+			bad  float64
+		}{
+			{"FGN closed-form Gram", FGN().WarmStart(true), math.NaN()},
+			{"FGN matrix-free", FGN().WarmStart(true).MatrixFree(true), math.Inf(1)},
+			{"SGN", SGN(), math.NaN()},
+		} {
+			t.Run(tc.name+"/"+dtype.String(), func(t *testing.T) {
+				m := newOptModelOf(p, false, false, dtype)
+				opt := tc.opt.Done()
+				exec := model.MustNewExec(testBackend, m.store, func(scope *model.Scope, h, labels *Node) []*Node {
+					dir := opt.UpdateGraphWithLinearization(scope, m.lin(h), labels)
+					return []*Node{dir.Finite, dir.Loss}
+				})
+				good := cast(p.h, dtype)
+				if out := exec.MustCall(good, p.labels); !tensors.ToScalar[bool](out[0]) {
+					t.Fatalf("a finite batch reported a non-finite step")
+				}
+				snapshot := func() []float64 { // every variable but the global step, which counts every step
+					var all []float64
+					for v := range m.store.IterVariables() {
+						if v.Path() != "/"+optimizer.GlobalStepVariableName {
+							all = append(all, flat64(v.MustValue())...)
+						}
+					}
+					return all
+				}
+				before := snapshot()
+				if u := m.store.GetVariable("/FGNOptimizer/row_solution"); tc.opt.fgn && (u == nil || maxAbs(flat64(u.MustValue())) == 0) {
+					t.Fatalf("FGN's warm-start state is missing or zero after a step: the test would not see it change")
+				}
+				badH := cast(p.h, dtypes.Float64).([][]float64)
+				badH = append([][]float64(nil), badH...)
+				badH[2] = append([]float64(nil), badH[2]...)
+				badH[2][1] = tc.bad
+				out := exec.MustCall(cast(badH, dtype), p.labels)
+				if tensors.ToScalar[bool](out[0]) {
+					t.Errorf("a batch with a %v feature reported a finite step", tc.bad)
+				}
+				if after := snapshot(); relErr(after, before) != 0 || len(after) != len(before) {
+					t.Errorf("a non-finite step changed the variables: relative change %g", relErr(after, before))
+				}
+			})
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package fgn
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/gomlx/compute/dtypes"
@@ -22,12 +23,24 @@ type Config struct {
 // DefaultConfig holds the paper's settings: λ = 1, at most 5 CG iterations, tolerance 1e-5.
 var DefaultConfig = Config{Lambda: 1, CG: DefaultCGSettings}
 
-func (c Config) validate() {
+// Validate reports the first invalid setting. The graph-building functions panic with its error;
+// host entry points return it.
+func (c Config) Validate() error {
 	if !(c.Lambda > 0) || math.IsInf(c.Lambda, 0) {
-		exceptions.Panicf("fgn: damping λ must be finite and > 0, got %g", c.Lambda)
+		return fmt.Errorf("fgn: damping λ must be finite and > 0, got %g", c.Lambda)
 	}
-	if c.SaturationFloor < 0 || c.SaturationFloor >= 0.25 {
-		exceptions.Panicf("fgn: SaturationFloor must be in [0, 1/4), got %g", c.SaturationFloor)
+	if err := c.CG.check(); err != nil {
+		return err
+	}
+	if !(c.SaturationFloor >= 0 && c.SaturationFloor < 0.25) {
+		return fmt.Errorf("fgn: saturation floor must be in [0, 1/4), got %g", c.SaturationFloor)
+	}
+	return nil
+}
+
+func (c Config) mustValidate() {
+	if err := c.Validate(); err != nil {
+		exceptions.Panicf("%v", err)
 	}
 }
 
@@ -50,8 +63,12 @@ type Direction struct {
 	D Vec
 	// Loss is the mean cross-entropy of the batch (scalar).
 	Loss *Node
-	// Iterations and Residual report the CG solve: iterations used and final relative residual.
-	Iterations, Residual *Node
+	// Iterations is the number of CG iterations used (int32 scalar).
+	Iterations *Node
+	// Residual is the relative residual that CG's stopping rule compared with the tolerance, for
+	// the returned direction: ‖(H + λI) d + g‖/‖g‖ for SGN and for FGN with
+	// StopParameterResidual, ‖e‖/‖r̃‖ in FGN's whitened row space with StopWhitenedRowResidual.
+	Residual *Node
 	// MeanPDagger and MeanXi are the batch means of p_† and ξ (scalars).
 	MeanPDagger, MeanXi *Node
 	// Solution is the CG solution, the state a warm start carries to the next step: the row-space
@@ -61,6 +78,9 @@ type Direction struct {
 	// approximately solves: r̃ = Q^{-1/2} r (eq. 4.6) when no row is saturated (see FGNDirection);
 	// nil for SGN.
 	RowRHS *Node
+	// Finite is true (boolean scalar) when the loss, the CG residual and every entry of D are
+	// finite. The optimizers take a step only when it holds.
+	Finite *Node
 }
 
 // LossGradient returns the mean cross-entropy of a batch and its gradient
@@ -115,53 +135,93 @@ func newWhitening(m *Margin, bLambda *Node, floor float64) whitening {
 // from u0 (b), or from zero when u0 is nil (the paper's FGN: no warm start). Saturated rows are
 // handled as described for the whitening type.
 //
-// With a generic Linearization each CG iteration costs one VJP and one JVP of the margin map; an
-// AffineHead makes it eligible for the in-graph While loop. FGNAffineDirection is the closed-form
-// variant for affine heads.
+// Stopping rule. For any row iterate u with residual e = r̃ − (K + bλI)u, the back-projected
+// d = −J̃ᵀu satisfies, since H_FGN = J̃ᵀJ̃/b and g = J̃ᵀr̃/b (eq. 3.8),
+//
+//	(H_FGN + λI) d + g = (1/b) J̃ᵀ e,   so   ‖(H_FGN + λI) d + g‖/‖g‖ = √(eᵀK e / ‖Jᵀr‖²).
+//
+// With cfg.CG.Rule = StopParameterResidual (the default) CG stops on this exact parameter-space
+// residual: it evaluates eᵀK e from the operator product each iteration already makes (see
+// solveCG), at the cost of one more operator product when it stops, and ‖Jᵀr‖² with one VJP.
+// A cheaper proxy, the unwhitened row residual ‖Q^{1/2}e‖ ≤ Tol·‖r‖, bounds the parameter
+// residual only up to the condition number of J, which is unbounded on exactly the batches
+// where the whitened test fails; the exact test is kept. With StopWhitenedRowResidual CG stops
+// on ‖e‖ ≤ Tol·‖r̃‖ as in Algorithm 1: when a row has a large margin s, r̃_i ≈ e^{s/2} dominates
+// ‖r̃‖ while q_i is tiny, and that test passes after one iteration far from the solution.
+// With saturated rows the same identities hold for the curvature that omits them, with r̃
+// replaced by the right-hand side below.
+//
+// With a generic Linearization each CG iteration costs one VJP and one JVP of the margin map.
+// FGNAffineDirection is the closed-form variant for affine heads.
 func FGNDirection(lin Linearization, labels, u0 *Node, cfg Config) *Direction {
-	cfg.validate()
 	m := NewMargin(lin.Logits(), labels)
-	g := m.S.Graph()
-	dtype := m.S.DType()
-	b := m.S.Shape().Dim(0)
-	bLambda := Scalar(g, dtype, float64(b)*cfg.Lambda)
-	w := newWhitening(m, bLambda, cfg.floor(dtype))
 	j := MarginJacobian{Lin: lin, GradS: m.GradS}
-
-	// Coupling of the saturated rows into the whitened ones: −Q_W^{1/2} J J_Rᵀ δ_R.
-	rhs := Sub(w.rTilde, Mul(w.sqrtQ, j.JVP(j.VJP(w.deltaR))))
-	op := FGNRowOperator(j, w.sqrtQ, bLambda)
-	sol := CG(func(v Vec) Vec { return Vec{op(v[0])} }, Vec{rhs}, rowStart(u0), cfg.CG, lin.loopSafe())
-	d := vecScale(Scalar(g, dtype, -1), j.VJP(Add(w.deltaR, Mul(w.sqrtQ, sol.X[0]))))
-	dir := newDirection(d, m, sol)
-	dir.RowRHS = rhs
-	return dir
+	return rowSpaceDirection(m, j, matrixFreeGram{j}, u0, cfg, inWhileLoop(lin))
 }
 
 // FGNAffineDirection is FGNDirection for the affine head z = h W + 1 bᵀ using the closed-form
-// row Gram of appendix F.2: K = AffineRowGram(h hᵀ + 1, ∇_z s, √q) is formed once (b×b), CG runs
-// on it in an in-graph While loop, and one VJP back-projects. The feature Gram h hᵀ + 1 is
-// head.FeatureGram when set (frozen features), else computed here. u0 is as for FGNDirection.
+// margin Gram of appendix F.2: G = AffineMarginGram(h hᵀ + 1, ∇_z s) = J Jᵀ is formed once
+// (b×b×C), CG runs on K = Q^{1/2} G Q^{1/2} in an in-graph While loop, and one VJP back-projects.
+// The feature Gram h hᵀ + 1 is head.FeatureGram when set (frozen features), else computed here.
+// u0 and the stopping rule are as for FGNDirection; here eᵀK e and ‖Jᵀr‖² = rᵀG r cost b×b
+// products only.
 func FGNAffineDirection(head *AffineHead, labels, u0 *Node, cfg Config) *Direction {
-	cfg.validate()
 	m := NewMargin(head.Logits(), labels)
-	g := m.S.Graph()
-	dtype := m.S.DType()
-	b := m.S.Shape().Dim(0)
 	featureGram := head.FeatureGram
 	if featureGram == nil {
 		featureGram = FeatureGram(head.H)
 	}
+	j := MarginJacobian{Lin: head, GradS: m.GradS}
+	return rowSpaceDirection(m, j, closedFormGram{AffineMarginGram(featureGram, m.GradS)}, u0, cfg, true)
+}
+
+// marginGram is the margin Gram G = J Jᵀ (b×b) of a batch, applied in closed form or
+// matrix-free.
+type marginGram interface {
+	// times returns G v for v ∈ R^b.
+	times(v *Node) *Node
+	// normJT returns ‖Jᵀ a‖² = aᵀG a for a ∈ R^b.
+	normJT(a *Node) *Node
+}
+
+// closedFormGram holds G explicitly (appendix F.2).
+type closedFormGram struct{ g *Node }
+
+func (c closedFormGram) times(v *Node) *Node  { return MatMul(c.g, v) }
+func (c closedFormGram) normJT(a *Node) *Node { return ReduceAllSum(Mul(a, c.times(a))) }
+
+// matrixFreeGram applies G = J Jᵀ by one VJP and one JVP of the margin map (eq. 4.8).
+type matrixFreeGram struct{ j MarginJacobian }
+
+func (f matrixFreeGram) times(v *Node) *Node { return f.j.JVP(f.j.VJP(v)) }
+func (f matrixFreeGram) normJT(a *Node) *Node {
+	v := f.j.VJP(a)
+	return vecDot(v, v)
+}
+
+// rowSpaceDirection solves the whitened row system of FGNDirection with the Gram gram and
+// back-projects.
+func rowSpaceDirection(m *Margin, j MarginJacobian, gram marginGram, u0 *Node, cfg Config, inLoop bool) *Direction {
+	cfg.mustValidate()
+	g := m.S.Graph()
+	dtype := m.S.DType()
+	b := m.S.Shape().Dim(0)
 	bLambda := Scalar(g, dtype, float64(b)*cfg.Lambda)
 	w := newWhitening(m, bLambda, cfg.floor(dtype))
 
-	// Unwhitened Gram G = J Jᵀ and whitened K = Q^{1/2} G Q^{1/2}.
-	gram := AffineMarginGram(featureGram, m.GradS)
-	k := whitenGram(gram, w.sqrtQ)
-	rhs := Sub(w.rTilde, Mul(w.sqrtQ, MatMul(gram, w.deltaR)))
-	op := func(v Vec) Vec { return Vec{Add(MatMul(k, v[0]), Mul(bLambda, v[0]))} }
-	sol := CG(op, Vec{rhs}, rowStart(u0), cfg.CG, true)
-	j := MarginJacobian{Lin: head, GradS: m.GradS}
+	// Coupling of the saturated rows into the whitened ones: −Q_W^{1/2} J J_Rᵀ δ_R.
+	rhs := Sub(w.rTilde, Mul(w.sqrtQ, gram.times(w.deltaR)))
+	sys := cgSystem{
+		curvature: func(v Vec) Vec { return Vec{Mul(w.sqrtQ, gram.times(Mul(w.sqrtQ, v[0])))} },
+		shift:     bLambda,
+		rhs:       Vec{rhs},
+		x0:        rowStart(u0),
+	}
+	if cfg.CG.Rule == StopParameterResidual {
+		sys.curvatureNorm = true
+		sys.refNorm2 = gram.normJT(m.PDagger)
+	}
+	sol := solveCG(sys, cfg.CG, inLoop)
 	d := vecScale(Scalar(g, dtype, -1), j.VJP(Add(w.deltaR, Mul(w.sqrtQ, sol.X[0]))))
 	dir := newDirection(d, m, sol)
 	dir.RowRHS = rhs
@@ -170,9 +230,10 @@ func FGNAffineDirection(head *AffineHead, labels, u0 *Node, cfg Config) *Directi
 
 // SGNDirection returns the damped full-softmax-GGN direction d = −(H_GGN + λI)^{-1} g of the SGN
 // baseline, by parameter-space CG on GGNOperator, warm-started from x0 (nil for zeros; SGN
-// passes its previous direction).
+// passes its previous direction). Its CG residual is the parameter-space residual
+// ‖(H_GGN + λI) d + g‖/‖g‖ whatever cfg.CG.Rule says.
 func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Config) *Direction {
-	cfg.validate()
+	cfg.mustValidate()
 	m := NewMargin(lin.Logits(), labels)
 	g := m.S.Graph()
 	dtype := m.S.DType()
@@ -180,7 +241,7 @@ func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Config) *Directio
 	probs := Softmax(lin.Logits(), -1)
 	grad := vecScale(Scalar(g, dtype, 1/b), lin.VJP(Sub(probs, m.OneHot)))
 	op := GGNOperator(lin, probs, Scalar(g, dtype, cfg.Lambda))
-	sol := CG(op, vecScale(Scalar(g, dtype, -1), grad), x0, cfg.CG, lin.loopSafe())
+	sol := solveCG(cgSystem{curvature: op, rhs: vecScale(Scalar(g, dtype, -1), grad), x0: x0}, cfg.CG, inWhileLoop(lin))
 	return newDirection(sol.X, m, sol)
 }
 
@@ -193,9 +254,15 @@ func rowStart(u0 *Node) Vec {
 }
 
 func newDirection(d Vec, m *Margin, sol CGResult) *Direction {
+	loss := ReduceAllMean(m.Loss)
+	finite := LogicalAnd(IsFinite(loss), IsFinite(sol.Residual))
+	for _, x := range d {
+		finite = LogicalAnd(finite, LogicalAll(IsFinite(x)))
+	}
 	return &Direction{
+		Finite:      finite,
 		D:           d,
-		Loss:        ReduceAllMean(m.Loss),
+		Loss:        loss,
 		Iterations:  sol.Iterations,
 		Residual:    sol.Residual,
 		MeanPDagger: ReduceAllMean(m.PDagger),

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -11,51 +12,71 @@ import (
 	"github.com/fgn-paper/fgn/experiments/mechanism"
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/fgn/backend"
+	"github.com/fgn-paper/fgn/internal/cli"
 )
+
+const figureHelp = `usage: fgn figure <name> [flags]
+
+Regenerates one figure of the paper as CSV files and SVG/PNG/PDF. Figures:
+
+  mechanism   Figure 1: (a) optimiser step time vs the number of classes, (b) the trace
+              decomposition, (c) FGN vs SGN step agreement (fgn figure mechanism --help)
+`
+
+const mechanismHelp = `usage: fgn figure mechanism [flags]
+
+Computes the requested panels of Figure 1, writes their CSV files to --out, and draws the
+triptych from the CSV files there. Panel (a) times optimiser steps: its profile sets how many
+(smoke: a few steps per point, for CI; quick: a few more, for a CPU; full: the paper's 128
+warm-up and 640 timed steps per point, meant for a GPU).
+`
 
 // runFigure dispatches "fgn figure <name>".
 func runFigure(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprint(stderr, "usage: fgn figure mechanism [flags]   (Figure 1; fgn figure mechanism --help)\n")
-		return fmt.Errorf("figure: name the figure to make (mechanism)")
+	if len(args) == 0 {
+		return cli.Usagef("figure: name the figure to make: fgn figure mechanism (fgn figure --help)")
 	}
 	switch args[0] {
+	case "-h", "-help", "--help":
+		fmt.Fprint(stdout, figureHelp)
+		return flag.ErrHelp
 	case "mechanism":
 		return runFigureMechanism(args[1:], stdout, stderr)
-	default:
-		return fmt.Errorf("figure: unknown figure %q (want mechanism)", args[0])
 	}
+	if strings.HasPrefix(args[0], "-") {
+		return cli.Usagef("figure: name the figure to make before the flags: fgn figure mechanism %s", strings.Join(args, " "))
+	}
+	return cli.Usagef("figure: unknown figure %q (want mechanism)", args[0])
 }
 
 // runFigureMechanism computes the requested panels of Figure 1, writes their CSV files to the
 // output directory, and draws the triptych from the CSV files there.
 func runFigureMechanism(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("figure mechanism", stderr)
-	profile := fs.String("profile", "quick", "panel (a) timing profile: quick (≤ 15 min on 2 CPU cores), full (paper: 128 warm-up, 640 timed steps) or smoke (about a minute)")
-	out := fs.String("out", "figures", "output directory for the CSV files and the figure")
-	panels := fs.String("panels", "a,b,c", "comma-separated panels to compute (the others are read from their CSV files in --out)")
-	fromCSV := fs.Bool("from-csv", false, "compute nothing: redraw the figure from the CSV files in --out")
-	tMax := fs.Float64("t-max", mechanism.DefaultAgreement.TMax, "panel (c): the competitor offsets t_j are evenly spaced over [-t-max, t-max]")
-	if err := fs.Parse(args); err != nil {
+	c := newCommand("figure mechanism", mechanismHelp, stdout)
+	profile := c.String("profile", "quick", "panel (a) timing profile: smoke, quick or full")
+	out := c.String("out", "results", "output directory for the CSV files and the figure")
+	panels := c.String("panels", "a,b,c", "comma-separated panels to compute (the others are read from their CSV files in --out)")
+	fromCSV := c.Bool("from-csv", false, "compute nothing: redraw the figure from the CSV files in --out")
+	tMax := c.positiveFloat("t-max", mechanism.DefaultAgreement.TMax, "panel (c): the competitor offsets t_j are evenly spaced over [-t-max, t-max]")
+	backendFlag := c.backendFlag()
+	if err := c.parse(args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("figure mechanism: unexpected arguments %q", fs.Args())
 	}
 	stepCfg, err := mechanism.StepTimeProfile(*profile)
 	if err != nil {
-		return err
+		return cli.UsageError{Err: err}
 	}
 	var which []string
 	if !*fromCSV {
 		for _, p := range strings.Split(*panels, ",") {
 			p = strings.TrimSpace(p)
 			if p != "a" && p != "b" && p != "c" {
-				return fmt.Errorf("figure mechanism: unknown panel %q in --panels (want a, b and/or c)", p)
+				return cli.Usagef("figure mechanism: unknown panel %q in --panels (want a, b and/or c)", p)
 			}
-			if !slices.Contains(which, p) {
-				which = append(which, p)
+			if slices.Contains(which, p) {
+				return cli.Usagef("figure mechanism: panel %s is listed twice in --panels", p)
 			}
+			which = append(which, p)
 		}
 	}
 	agreeCfg := mechanism.DefaultAgreement
@@ -63,7 +84,7 @@ func runFigureMechanism(args []string, stdout, stderr io.Writer) error {
 
 	var be compute.Backend
 	if len(which) > 0 {
-		if be, err = backend.New(); err != nil {
+		if be, err = newBackend(*backendFlag); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "backend: %s\ndevice: %s\n", backend.Describe(be), report.Device())

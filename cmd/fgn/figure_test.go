@@ -24,9 +24,9 @@ func TestFigureErrors(t *testing.T) {
 		{[]string{"figure", "mechanism", "--profile", "huge"}, `unknown profile "huge"`},
 		{[]string{"figure", "mechanism", "--panels", "a,d"}, `unknown panel "d"`},
 		{[]string{"figure", "mechanism", "--bogus"}, "flag provided but not defined"},
-		{[]string{"figure", "mechanism", "extra"}, "unexpected arguments"},
+		{[]string{"figure", "mechanism", "extra"}, `unexpected argument "extra"`},
 		{[]string{"figure", "mechanism", "--from-csv", "--out", empty}, "--panels a"},
-		{[]string{"figure", "mechanism", "--panels", "c", "--t-max", "0", "--out", empty}, "half-range"},
+		{[]string{"figure", "mechanism", "--panels", "c", "--t-max", "0", "--out", empty}, `invalid value "0" for flag -t-max: want a finite value > 0`},
 	} {
 		var out, errOut bytes.Buffer
 		err := run(tc.args, &out, &errOut)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -10,15 +9,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-
 	"github.com/fgn-paper/fgn/experiments/headopt"
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/fgn/backend"
+	"github.com/fgn-paper/fgn/internal/cli"
+	"github.com/fgn-paper/fgn/internal/progress"
 )
 
-const headoptUsage = `usage: fgn headopt [select] [flags]
+const headoptHelp = `usage: fgn headopt [select] [flags]
 
 Frozen-feature head optimisation (paper sec. 5, app. F.2: Figure 2 and Table 1). Trains Adam,
 SGN and FGN (closed-form affine row Gram) on standardised features for every seed of the
@@ -31,8 +30,6 @@ then uses (without --config the paper's values are used).
 
 Data: --features DIR (a feature cache: train_/test_features.npy and _labels.npy), or
 --synthetic: a Gaussian-mixture stand-in, NOT Cars196, labelled so in every output.
-
-flags:
 `
 
 // headoptFlags are the flags shared by the sweep and the selection.
@@ -42,14 +39,14 @@ type headoptFlags struct {
 	classes                         *int
 }
 
-func addHeadoptFlags(fs *flag.FlagSet) *headoptFlags {
+func addHeadoptFlags(fs *command) *headoptFlags {
 	return &headoptFlags{
 		features:  fs.String("features", "", "feature cache directory (train_/test_ features and labels .npy)"),
 		synthetic: fs.Bool("synthetic", false, "use the synthetic Gaussian-mixture stand-in (NOT Cars196) of the profile's shape"),
-		profile:   fs.String("profile", "quick", "full (paper: batch 128, 150 epochs, 10 seeds), quick (minutes on a CPU) or smoke (CI)"),
+		profile:   fs.String("profile", "quick", "full (paper: batch 128, 150 epochs, 10 seeds), quick (for a CPU) or smoke (CI)"),
 		classes:   fs.Int("classes", headopt.Cars196Classes, "number of classes of the feature cache"),
-		out:       fs.String("out", "figures", "output directory"),
-		backend:   fs.String("backend", "", "backend, as GOMLX_BACKEND (default: $GOMLX_BACKEND, else pure Go)"),
+		out:       fs.String("out", "results", "output directory"),
+		backend:   fs.backendFlag(),
 		quiet:     fs.Bool("quiet", false, "no progress bars or per-run lines"),
 	}
 }
@@ -58,11 +55,11 @@ func addHeadoptFlags(fs *flag.FlagSet) *headoptFlags {
 func (f *headoptFlags) load() (headopt.Profile, *headopt.Data, error) {
 	p, err := headopt.ProfileNamed(*f.profile)
 	if err != nil {
-		return p, nil, err
+		return p, nil, cli.UsageError{Err: err}
 	}
 	switch {
 	case *f.synthetic && *f.features != "":
-		return p, nil, fmt.Errorf("headopt: --features and --synthetic exclude each other")
+		return p, nil, cli.Usagef("headopt: --features and --synthetic exclude each other")
 	case *f.synthetic:
 		d, err := headopt.Synthetic(p)
 		return p, d, err
@@ -70,7 +67,7 @@ func (f *headoptFlags) load() (headopt.Profile, *headopt.Data, error) {
 		d, err := headopt.LoadCache(*f.features, *f.classes)
 		return p, d, err
 	}
-	return p, nil, fmt.Errorf("headopt: name the data: --features DIR (a feature cache) or --synthetic (a stand-in, not Cars196)")
+	return p, nil, cli.Usagef("headopt: name the data: --features DIR (a feature cache) or --synthetic (a stand-in, not Cars196)")
 }
 
 // runProgress returns the per-run progress bars of the selection's candidate runs, labelled
@@ -80,21 +77,19 @@ func runProgress(w io.Writer, quiet bool) func(k, n int, m train.Method, seed ui
 		return nil
 	}
 	return func(k, n int, m train.Method, seed uint64) func(done, total int) {
-		return progress(w, fmt.Sprintf("run %d/%d %s seed %d", k, n, m, seed))
+		return runBar(w, fmt.Sprintf("run %d/%d %s seed %d", k, n, m, seed))
 	}
 }
 
 // sweepBar is the sweep's progress display, one line: the run in flight with its own bar and
-// step count, then the bar over all the sweep's steps (finished runs read back count as done)
-// and the time left, estimated from the rate of the steps trained so far (the methods' steps
-// differ in cost, so it is rough until every method has run). It appears once the sweep has
-// taken delay, and clears itself when the sweep's last step is done.
+// step count, then the count over all the sweep's steps (finished runs read back count as
+// done) and the time left, estimated from the rate of the steps trained so far (the methods'
+// steps differ in cost, so it is rough until every method has run). It is a progress.Bar:
+// redrawn on a terminal once the sweep has taken delay, periodic lines elsewhere.
 type sweepBar struct {
 	w     io.Writer
 	delay time.Duration
-	start time.Time
-	bar   *progressbar.ProgressBar
-	drawn time.Time // the bar's last update
+	bar   *progress.Bar
 	// The run in flight: its label and steps; trained counts the steps trained since
 	// trainedSince, when the first trained run began.
 	run               string
@@ -104,7 +99,7 @@ type sweepBar struct {
 }
 
 func newSweepBar(w io.Writer) *sweepBar {
-	return &sweepBar{w: w, delay: 2 * time.Second, start: time.Now()}
+	return &sweepBar{w: w, delay: 2 * time.Second}
 }
 
 // runProgress is headopt.SweepConfig.RunProgress.
@@ -121,28 +116,19 @@ func (s *sweepBar) runProgress(k, n int, m train.Method, seed uint64) func(done,
 
 // progress is headopt.SweepConfig.Progress.
 func (s *sweepBar) progress(done, total int) {
-	now := time.Now()
-	switch {
-	case s.bar == nil && now.Sub(s.start) < s.delay:
-		return
-	case s.bar == nil:
-		// Throttled here rather than by the bar, whose description and count are set apart.
-		s.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(s.w), progressbar.OptionSetWidth(20),
-			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(false), progressbar.OptionClearOnFinish())
-	case now.Sub(s.drawn) < 250*time.Millisecond && done < total:
-		return
+	if s.bar == nil {
+		s.bar = progress.New(s.w, int64(total), progress.Options{Description: "sweep", Delay: s.delay})
 	}
-	s.drawn = now
 	desc := "sweep"
 	if s.run != "" {
 		desc = fmt.Sprintf("%s %s %d/%d · sweep", s.run, miniBar(s.runDone, s.runTotal, 10), s.runDone, s.runTotal)
 	}
-	if elapsed := now.Sub(s.trainedSince); s.trained > 0 && done < total {
+	if elapsed := time.Since(s.trainedSince); s.trained > 0 && done < total {
 		left := time.Duration(float64(elapsed) / float64(s.trained) * float64(total-done))
 		desc += fmt.Sprintf(" (≈%s left)", left.Round(time.Second))
 	}
 	s.bar.Describe(desc)
-	_ = s.bar.Set(done)
+	s.bar.Set(int64(done))
 }
 
 // clearing returns w, clearing the bar's line before every write so that log lines do not
@@ -150,7 +136,7 @@ func (s *sweepBar) progress(done, total int) {
 func (s *sweepBar) clearing(w io.Writer) io.Writer {
 	return writerFunc(func(p []byte) (int, error) {
 		if s.bar != nil {
-			_ = s.bar.Clear()
+			s.bar.Clear()
 		}
 		return w.Write(p)
 	})
@@ -174,34 +160,32 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "select" {
 		return runHeadoptSelect(args[1:], stdout, stderr)
 	}
-	fs := newFlagSet("headopt", stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, headoptUsage); fs.PrintDefaults() }
+	fs := newCommand("headopt", headoptHelp, stdout)
 	hf := addHeadoptFlags(fs)
 	config := fs.String("config", "", "hyper-parameter file written by fgn headopt select (default: the paper's values)")
 	thresholdsFlag := fs.String("thresholds", "", "comma-separated time-to-threshold accuracies in percent (default: 42,43,44 on Cars196, the profile's scaled ones on the stand-in)")
-	gridPoints := fs.Int("grid-points", headopt.DefaultGridPoints, "points of the shared wall-time grid")
-	seeds := fs.Int("seeds", 0, "run seeds 1..N instead of the profile's count (0: the profile's; e.g. 1 to time one seed of the full protocol)")
-	if err := fs.Parse(args); err != nil {
+	gridPoints := fs.intAtLeast("grid-points", headopt.DefaultGridPoints, 2, "points of the shared wall-time grid")
+	seeds := fs.optionalInt("seeds", "the profile's count", 1, "run seeds 1..N (e.g. 1 to time one seed of the full protocol)")
+	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("headopt: unexpected argument %q", fs.Arg(0))
+	var thresholds []float64 // nil: headopt.Thresholds
+	if *thresholdsFlag != "" {
+		var err error
+		if thresholds, err = parseFloats(*thresholdsFlag); err != nil {
+			return cli.Usagef("headopt: --thresholds: %v", err)
+		}
 	}
-	if *seeds < 0 {
-		return fmt.Errorf("headopt: --seeds %d: want ≥ 1 (or 0 for the profile's count)", *seeds)
+	be, err := newBackend(*hf.backend)
+	if err != nil {
+		return err
 	}
 	p, d, err := hf.load()
 	if err != nil {
 		return err
 	}
-	if *seeds > 0 {
-		p.Seeds = *seeds
-	}
-	var thresholds []float64 // nil: headopt.Thresholds
-	if *thresholdsFlag != "" {
-		if thresholds, err = parseFloats(*thresholdsFlag); err != nil {
-			return fmt.Errorf("--thresholds: %w", err)
-		}
+	if n, ok := seeds.get(); ok {
+		p.Seeds = n
 	}
 	hypers := map[train.Method]train.Hyper{}
 	hyperSource := headopt.PaperHypers
@@ -210,10 +194,6 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		hyperSource = *config
-	}
-	be, err := newBackend(*hf.backend)
-	if err != nil {
-		return err
 	}
 	if w := backend.SIMDWarning(be); w != "" {
 		fmt.Fprintln(stderr, w)
@@ -242,34 +222,34 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 
 // runHeadoptSelect is "headopt select".
 func runHeadoptSelect(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("headopt select", stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, headoptUsage); fs.PrintDefaults() }
+	fs := newCommand("headopt select", headoptHelp, stdout)
 	hf := addHeadoptFlags(fs)
 	file := fs.String("config", "", "output configuration file (default: <out>/headopt_config_<data>.json)")
-	fraction := fs.Float64("val-fraction", 0.1, "stratified fraction of every class of the training split held out for validation")
-	epochs := fs.Int("epochs", 0, "epochs per candidate (0: the profile's)")
+	fraction := fs.positiveFloat("val-fraction", 0.1, "stratified fraction of every class of the training split held out for validation, in (0, 1)")
+	epochs := fs.optionalInt("epochs", "the profile's", 1, "epochs per candidate")
 	seed := fs.Uint64("seed", 1, "seed of the validation split and of the candidate runs")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("headopt select: unexpected argument %q", fs.Arg(0))
-	}
-	p, d, err := hf.load()
-	if err != nil {
-		return err
+	if !(*fraction < 1) {
+		return cli.Usagef("headopt select: --val-fraction %g: want a fraction in (0, 1)", *fraction)
 	}
 	be, err := newBackend(*hf.backend)
 	if err != nil {
 		return err
 	}
+	p, d, err := hf.load()
+	if err != nil {
+		return err
+	}
+	candidateEpochs, _ := epochs.get() // 0: the profile's
 	path := *file
 	if path == "" {
 		path = filepath.Join(*hf.out, "headopt_config_"+d.Tag()+".json")
 	}
 	fmt.Fprintf(stdout, "backend: %s\ndata: %s\nselection: profile %s, validation fraction %g of the training split\n",
 		backend.Describe(be), d.Source, p.Name, *fraction)
-	cfg := headopt.SelectConfig{Profile: p, Grid: headopt.DefaultGrid(), Epochs: *epochs, ValidationFraction: *fraction,
+	cfg := headopt.SelectConfig{Profile: p, Grid: headopt.DefaultGrid(), Epochs: candidateEpochs, ValidationFraction: *fraction,
 		Seed: *seed, RunProgress: runProgress(stderr, *hf.quiet)}
 	if !*hf.quiet {
 		cfg.Log = stdout

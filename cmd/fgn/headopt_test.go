@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fgn-paper/fgn/experiments/train"
 )
@@ -30,9 +29,15 @@ func TestMiniBar(t *testing.T) {
 // TestSweepBar drives the sweep display as headopt.Sweep does (a run's step callback, then the
 // sweep's count) and checks what it draws: the run in flight and its steps, the sweep's count,
 // the time left while steps remain, and a cleared line at the end.
+// terminal is a writer that the progress package takes for a terminal.
+type terminal struct{ bytes.Buffer }
+
+func (*terminal) IsTerminal() bool { return true }
+
 func TestSweepBar(t *testing.T) {
-	var stderr, stdout bytes.Buffer
-	s := &sweepBar{w: &stderr, start: time.Now()} // no delay: draw from the first step
+	var stderr terminal
+	var stdout bytes.Buffer
+	s := &sweepBar{w: &stderr} // no delay: draw from the first step
 	step := s.runProgress(2, 6, train.SGN, 1)
 	step(1, 12)
 	s.progress(13, 72) // run 1 (12 steps) read back, then the first step of run 2

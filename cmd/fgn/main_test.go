@@ -44,8 +44,7 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"train", "--train-features", bx, "--train-labels", by}, "must be finite"},
 		{[]string{"train", "--train-features", gx, "--train-labels", gy, "--batch", "100"}, "batch size 100 is larger than"},
 		{[]string{"train", "--train-features", gx}, "go together"},
-		{[]string{"train", "--classes", "1"}, "at least 2 classes"},
-		{[]string{"train", "--alpha", "-1", "--examples", "64", "--dim", "2", "--batch", "8"}, "step size α"},
+		{[]string{"train", "--classes", "1"}, `invalid value "1" for flag -classes: want an integer ≥ 2`},
 		{[]string{"train", "--backend", "tpu"}, `unknown backend "tpu"`},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -165,12 +164,12 @@ func TestHeadoptErrorsWriteNothing(t *testing.T) {
 		{[]string{"headopt", "--features", fewLabels}, "has 5 labels but"},
 		{[]string{"headopt", "--features", labels2D}, "labels must be 1-D"},
 		{[]string{"headopt", "select", "--features", label196}, "label 196 of example 7"},
-		{[]string{"headopt", "--synthetic", "--profile", "smoke", "--seeds", "-1"}, "--seeds -1: want ≥ 1"},
+		{[]string{"headopt", "--synthetic", "--profile", "smoke", "--seeds", "-1"}, `invalid value "-1" for flag -seeds: want an integer ≥ 1`},
 		{[]string{"headopt", "--synthetic", "--features", cache}, "exclude each other"},
 		{[]string{"headopt", "--synthetic", "--profile", "huge"}, `unknown profile "huge"`},
 		{[]string{"headopt", "--synthetic", "--profile", "smoke", "--config", filepath.Join(dir, "none.json")}, "no such file"},
 		{[]string{"headopt", "select", "--features", cache}, "training features have dimension 3"},
-		{[]string{"headopt", "select", "--synthetic", "--profile", "smoke", "--val-fraction", "1.5"}, "fraction must be in (0, 1)"},
+		{[]string{"headopt", "select", "--synthetic", "--profile", "smoke", "--val-fraction", "1.5"}, "--val-fraction 1.5: want a fraction in (0, 1)"},
 	} {
 		var stdout, stderr bytes.Buffer
 		err := run(append(tc.args, "--out", out, "--quiet"), &stdout, &stderr)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -9,54 +8,51 @@ import (
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/reproduce"
 	"github.com/fgn-paper/fgn/fgn/backend"
+	"github.com/fgn-paper/fgn/internal/cli"
 )
 
-const reproduceUsage = `usage: fgn reproduce [flags]
+const reproduceHelp = `usage: fgn reproduce [flags]
 
 Regenerates every figure and table of the paper into --out in one profile: Figure 1 (as "fgn
 figure mechanism"), then Figure 2 and Table 1 (as "fgn headopt") on the Cars196 feature cache in
 --features, or on the synthetic stand-in (NOT Cars196, labelled so) when there is none. A target
 whose outputs exist and whose stamp (<out>/.reproduce/<target>.json) records the same profile,
-settings, inputs, code and backend is skipped; --force rebuilds everything.
+settings, inputs, code (the compiled source and build settings) and backend is skipped; --force
+rebuilds everything.
 
-Profiles: smoke (CI; ≈20 s on 2 CPU cores), quick (default; ≈3 min on 2 quiet CPU cores),
-full (the paper's protocols; meant for a GPU).
+The default output directory, results/, is ignored by git: running the command leaves the
+repository's files as they are. "fgn reproduce --out figures" refreshes the committed figures.
 
-flags:
+Profiles: smoke (CI), quick (the default, for a CPU), full (the paper's protocols, meant for a
+GPU).
 `
 
 // runReproduce is the "reproduce" subcommand.
 func runReproduce(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("reproduce", stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, reproduceUsage); fs.PrintDefaults() }
-	profile := fs.String("profile", "quick", "smoke, quick or full")
-	out := fs.String("out", "figures", "output directory")
-	featuresDir := fs.String("features", "data/cars196", "Cars196 feature cache (as written by data/fetch); without one the synthetic stand-in is used")
-	force := fs.Bool("force", false, "rebuild every target, up to date or not")
-	backendFlag := fs.String("backend", "", "backend, as GOMLX_BACKEND (default: $GOMLX_BACKEND, else pure Go)")
-	quiet := fs.Bool("quiet", false, "no progress bars")
-	if err := fs.Parse(args); err != nil {
+	c := newCommand("reproduce", reproduceHelp, stdout)
+	profile := c.String("profile", "quick", "smoke, quick or full")
+	out := c.String("out", "results", "output directory (figures: the committed figures)")
+	featuresDir := c.String("features", "data/cars196", "Cars196 feature cache (as written by data/fetch); without one the synthetic stand-in is used")
+	force := c.Bool("force", false, "rebuild every target, up to date or not")
+	backendFlag := c.backendFlag()
+	quiet := c.Bool("quiet", false, "no progress display")
+	if err := c.parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("reproduce: unexpected argument %q", fs.Arg(0))
+	if *out == "" {
+		return cli.Usagef("reproduce: --out is empty")
 	}
 	plan, err := reproduce.PlanNamed(*profile)
 	if err != nil {
-		return err
+		return cli.UsageError{Err: err}
 	}
 	hasCache, err := reproduce.HasCache(*featuresDir)
 	if err != nil {
 		return err
 	}
-	explicit := false
-	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "features" })
-	if explicit && !hasCache {
-		return fmt.Errorf("reproduce: --features %s: no feature cache there (want %s)", *featuresDir,
+	if c.set("features") && !hasCache {
+		return cli.Usagef("reproduce: --features %s: no feature cache there (want %s)", *featuresDir,
 			strings.Join(reproduce.CacheFiles(*featuresDir), ", "))
-	}
-	if *out == "" {
-		return fmt.Errorf("reproduce: --out is empty")
 	}
 	be, err := newBackend(*backendFlag)
 	if err != nil {
@@ -73,7 +69,7 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 		Command: strings.TrimSpace("fgn reproduce " + strings.Join(args, " ")), Log: stdout}
 	if !*quiet {
 		cfg.Progress = stderr
-		cfg.RunBar = func(description string) func(done, total int) { return progress(stderr, description) }
+		cfg.RunBar = func(description string) func(done, total int) { return runBar(stderr, description) }
 	}
 	_, err = reproduce.Run(cfg)
 	return err

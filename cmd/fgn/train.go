@@ -4,88 +4,89 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 	"time"
-
-	"github.com/gomlx/compute"
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/features"
 	"github.com/fgn-paper/fgn/fgn/backend"
+	"github.com/fgn-paper/fgn/internal/cli"
+	"github.com/fgn-paper/fgn/internal/progress"
 )
 
-const trainUsage = `usage: fgn train [flags]
+const trainHelp = `usage: fgn train [flags]
 
 Trains Adam, SGN and/or FGN on fixed features with the paper's protocol (static batches from a
 one-time shuffle, wrap-around padding, evaluation every --eval-every steps) and writes one trace
 CSV per method to --out. Data: a feature cache directory (--data, as written by data/fetch), a pair
 of .npy files (--train-features/--train-labels, optionally --eval-features/--eval-labels; without
 them a stratified --holdout of the training file is evaluated), or, by default, a synthetic
-Gaussian mixture.
-
-flags:
+Gaussian mixture. The number of classes is --classes, or 1 + the largest training label (printed);
+a held-out label outside the classes is an error.
 `
 
 // runTrain is the "train" subcommand.
 func runTrain(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("train", stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, trainUsage); fs.PrintDefaults() }
-	methods := fs.String("method", "adam,sgn,fgn", "comma-separated methods: adam, sgn, fgn (closed-form row Gram on an affine head), fgn-matrix-free")
-	dataDir := fs.String("data", "", "feature cache directory with train_* and test_* .npy files")
-	trainX := fs.String("train-features", "", "training features .npy (N×D float32/float64)")
-	trainY := fs.String("train-labels", "", "training labels .npy (N integers)")
-	evalX := fs.String("eval-features", "", "held-out features .npy (optional)")
-	evalY := fs.String("eval-labels", "", "held-out labels .npy (optional)")
-	holdout := fs.Float64("holdout", 0.1, "stratified held-out fraction of the training file when no evaluation split is given")
-	standardize := fs.Bool("standardize", true, "standardise file features per coordinate with the training mean and std")
-	examples := fs.Int("examples", 8192, "synthetic: training examples (the held-out split has half as many)")
-	dim := fs.Int("dim", 256, "synthetic: feature dimension")
-	classesFlag := fs.Int("classes", 0, "number of classes (0: 1 + largest label; synthetic default 32)")
-	separation := fs.Float64("separation", 0.2, "synthetic: standard deviation of the class-mean coordinates")
-	hidden := fs.Int("hidden", 0, "hidden width of a two-layer tanh MLP (0: affine head)")
-	batch := fs.Int("batch", 128, "batch size")
-	epochs := fs.Int("epochs", 5, "epochs")
-	evalEvery := fs.Int("eval-every", 64, "steps between evaluations")
-	seed := fs.Uint64("seed", 1, "seed of the initialisation and the one-time shuffle")
-	alpha := fs.Float64("alpha", 0, "step size α (0: 3e-4 for Adam, 0.1 for SGN/FGN)")
-	lambda := fs.Float64("lambda", 0, "damping λ for SGN/FGN (0: 1)")
-	cgIters := fs.Int("cg-iters", 0, "CG iteration cap for SGN/FGN (0: 5)")
-	cgTol := fs.Float64("cg-tol", 0, "CG relative tolerance for SGN/FGN (0: 1e-5)")
-	out := fs.String("out", "runs/train", "directory for the trace CSVs (<method>_seed<seed>.csv)")
-	backendFlag := fs.String("backend", "", "backend, as GOMLX_BACKEND (default: $GOMLX_BACKEND, else pure Go)")
-	quiet := fs.Bool("quiet", false, "no progress bar")
-	if err := fs.Parse(args); err != nil {
+	c := newCommand("train", trainHelp, stdout)
+	methods := c.String("method", "adam,sgn,fgn", "comma-separated methods, each once: adam, sgn, fgn (closed-form row Gram on an affine head), fgn-matrix-free")
+	dataDir := c.String("data", "", "feature cache directory with train_* and test_* .npy files (excludes --train-features)")
+	trainX := c.String("train-features", "", "training features .npy (N×D float32/float64)")
+	trainY := c.String("train-labels", "", "training labels .npy (N integers)")
+	evalX := c.String("eval-features", "", "held-out features .npy (optional)")
+	evalY := c.String("eval-labels", "", "held-out labels .npy (optional)")
+	holdout := c.positiveFloat("holdout", 0.1, "stratified held-out fraction of the training file when no evaluation split is given")
+	standardize := c.Bool("standardize", true, "standardise file features per coordinate with the training mean and std")
+	examples := c.intAtLeast("examples", 8192, 2, "synthetic: training examples (the held-out split has half as many)")
+	dim := c.intAtLeast("dim", 256, 1, "synthetic: feature dimension")
+	classesFlag := c.optionalInt("classes", "32 for the synthetic mixture, else 1 + the largest training label", 2, "number of classes")
+	separation := c.positiveFloat("separation", 0.2, "synthetic: standard deviation of the class-mean coordinates")
+	hidden := c.intAtLeast("hidden", 0, 0, "hidden width of a two-layer tanh MLP (0: an affine head)")
+	batch := c.intAtLeast("batch", 128, 1, "batch size")
+	epochs := c.intAtLeast("epochs", 5, 1, "epochs")
+	evalEvery := c.intAtLeast("eval-every", 64, 1, "steps between evaluations")
+	seed := c.Uint64("seed", 1, "seed of the initialisation and the one-time shuffle")
+	defaults := func(m train.Method) train.Hyper { return train.Hyper{}.WithDefaults(m) }
+	alpha := c.optionalPositiveFloat("alpha", fmt.Sprintf("%g for adam, %g for sgn and fgn", defaults(train.Adam).Alpha, defaults(train.FGN).Alpha),
+		"step size α of every method")
+	lambda := c.positiveFloat("lambda", defaults(train.FGN).Lambda, "damping λ for SGN/FGN")
+	cgIters := c.intAtLeast("cg-iters", defaults(train.FGN).CGMaxIter, 1, "CG iteration cap for SGN/FGN")
+	cgTol := c.positiveFloat("cg-tol", defaults(train.FGN).CGTol, "CG relative residual tolerance for SGN/FGN")
+	out := c.String("out", "results/train", "directory for the trace CSVs (<method>_seed<seed>.csv)")
+	backendFlag := c.backendFlag()
+	quiet := c.Bool("quiet", false, "no progress display")
+	if err := c.parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("train: unexpected argument %q", fs.Arg(0))
+	ms, err := parseMethods(*methods)
+	if err != nil {
+		return err
 	}
-	var ms []train.Method
-	for _, name := range strings.Split(*methods, ",") {
-		m, err := train.ParseMethod(strings.TrimSpace(name))
-		if err != nil {
-			return fmt.Errorf("--method: %w", err)
-		}
-		ms = append(ms, m)
+	files := *trainX != "" || *trainY != "" || *evalX != "" || *evalY != ""
+	switch {
+	case *dataDir != "" && files:
+		return cli.Usagef("train: --data and --train-features/--train-labels/--eval-* exclude each other")
+	case files && (*trainX == "" || *trainY == ""):
+		return cli.Usagef("train: --train-features and --train-labels go together")
+	case (*evalX == "") != (*evalY == ""):
+		return cli.Usagef("train: --eval-features and --eval-labels go together")
+	case !(*holdout < 1):
+		return cli.Usagef("train: --holdout %g: want a fraction in (0, 1)", *holdout)
+	}
+	be, err := newBackend(*backendFlag)
+	if err != nil {
+		return err
 	}
 
 	var trainSet, evalSet *features.Set
 	var source string
-	var err error
+	classes, classesGiven := classesFlag.get()
+	classesFrom := "--classes"
 	switch {
 	case *dataDir != "":
 		source = "cache " + *dataDir
 		if trainSet, err = features.LoadSplit(*dataDir, "train"); err == nil {
 			evalSet, err = features.LoadSplit(*dataDir, "test")
 		}
-	case *trainX != "" || *trainY != "":
-		if *trainX == "" || *trainY == "" {
-			return fmt.Errorf("--train-features and --train-labels go together")
-		}
-		if (*evalX == "") != (*evalY == "") {
-			return fmt.Errorf("--eval-features and --eval-labels go together")
-		}
+	case files:
 		source = *trainX
 		if trainSet, err = features.Load(*trainX, *trainY); err != nil {
 			break
@@ -97,19 +98,33 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			trainSet, evalSet, err = features.StratifiedSplit(trainSet, *holdout, *seed)
 		}
 	default:
-		c := *classesFlag
-		if c == 0 {
-			c = 32
+		if !classesGiven {
+			classes, classesGiven, classesFrom = 32, true, "the synthetic mixture's default"
 		}
-		*classesFlag = c
 		*standardize = false
-		source = fmt.Sprintf("synthetic Gaussian mixture (n=%d, d=%d, C=%d, separation %g)", *examples, *dim, c, *separation)
-		if trainSet, err = train.GaussianMixture(*seed, 0, *examples, *dim, c, *separation); err == nil {
-			evalSet, err = train.GaussianMixture(*seed, 1, max(*examples/2, 1), *dim, c, *separation)
+		source = fmt.Sprintf("synthetic Gaussian mixture (n=%d, d=%d, C=%d, separation %g)", *examples, *dim, classes, *separation)
+		if trainSet, err = train.GaussianMixture(*seed, 0, *examples, *dim, classes, *separation); err == nil {
+			evalSet, err = train.GaussianMixture(*seed, 1, max(*examples/2, 1), *dim, classes, *separation)
 		}
 	}
 	if err != nil {
 		return err
+	}
+	if !classesGiven {
+		classes, classesFrom = trainSet.Classes(), "1 + the largest training label"
+	}
+	var hyper train.Hyper
+	if a, ok := alpha.get(); ok {
+		hyper.Alpha = a
+	}
+	hyper.Lambda, hyper.CGMaxIter, hyper.CGTol = *lambda, *cgIters, *cgTol
+	cfgs := make([]train.Config, len(ms))
+	for i, m := range ms {
+		cfgs[i] = train.Config{Method: m, Model: train.Model{Hidden: *hidden}, Classes: classes,
+			BatchSize: *batch, Epochs: *epochs, EvalEvery: *evalEvery, Seed: *seed, Hyper: hyper}
+		if _, err := cfgs[i].Validate(trainSet, evalSet); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
 	}
 	if *standardize {
 		if _, _, err := features.Standardize(trainSet, evalSet); err != nil {
@@ -117,23 +132,17 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	be, err := newBackend(*backendFlag)
-	if err != nil {
-		return err
-	}
 	if w := backend.SIMDWarning(be); w != "" {
 		fmt.Fprintln(stderr, w)
 	}
-	fmt.Fprintf(stdout, "backend: %s\ndata: %s: %d training, %d held-out examples, d=%d\n",
-		backend.Describe(be), source, trainSet.N, evalSet.N, trainSet.D)
-	fmt.Fprintf(stdout, "%-12s %10s %10s %10s %12s %10s %8s\n", "method", "train CE", "eval CE", "eval acc",
-		"opt seconds", "ms/step", "CG its")
-	for _, m := range ms {
-		cfg := train.Config{Method: m, Model: train.Model{Hidden: *hidden}, Classes: *classesFlag,
-			BatchSize: *batch, Epochs: *epochs, EvalEvery: *evalEvery, Seed: *seed,
-			Hyper: train.Hyper{Alpha: *alpha, Lambda: *lambda, CGMaxIter: *cgIters, CGTol: *cgTol}}
+	fmt.Fprintf(stdout, "backend: %s\ndata: %s: %d training, %d held-out examples, d=%d, C=%d classes (%s)\n",
+		backend.Describe(be), source, trainSet.N, evalSet.N, trainSet.D, classes, classesFrom)
+	fmt.Fprintf(stdout, "%-12s %10s %10s %10s %12s %10s %8s %8s\n", "method", "train CE", "eval CE", "eval acc",
+		"opt seconds", "ms/step", "CG its", "skipped")
+	for _, cfg := range cfgs {
+		m := cfg.Method
 		if !*quiet {
-			cfg.Progress = progress(stderr, string(m))
+			cfg.Progress = runBar(stderr, string(m))
 		}
 		tr, err := train.Run(be, cfg, trainSet, evalSet)
 		if err != nil {
@@ -146,36 +155,15 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		last := tr.Points[len(tr.Points)-1]
-		fmt.Fprintf(stdout, "%-12s %10.4f %10.4f %10.4f %12.3f %10.2f %8.2f   → %s\n", m, last.TrainLoss,
+		fmt.Fprintf(stdout, "%-12s %10.4f %10.4f %10.4f %12.3f %10.2f %8.2f %8d   → %s\n", m, last.TrainLoss,
 			last.EvalLoss, last.EvalAccuracy, last.OptSeconds, 1e3*last.OptSeconds/float64(last.Step),
-			last.CGIterations, path)
+			last.CGIterations, last.SkippedSteps, path)
 	}
 	return nil
 }
 
-// progress returns a train.Config.Progress callback that shows a progress bar on w once a run
-// has taken more than two seconds.
-func progress(w io.Writer, description string) func(done, total int) {
-	var bar *progressbar.ProgressBar
-	start := time.Now()
-	return func(done, total int) {
-		if bar == nil {
-			if time.Since(start) < 2*time.Second {
-				return
-			}
-			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w),
-				progressbar.OptionSetDescription(description), progressbar.OptionShowCount(),
-				progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(250*time.Millisecond),
-				progressbar.OptionClearOnFinish())
-		}
-		_ = bar.Set(done)
-	}
-}
-
-// newBackend returns the backend named by the --backend flag, or by GOMLX_BACKEND when it is empty.
-func newBackend(flagValue string) (compute.Backend, error) {
-	if flagValue != "" {
-		return backend.NewWithConfig(flagValue)
-	}
-	return backend.New()
+// runBar returns the step-progress callback of a training run labelled description, shown
+// once the run has taken two seconds.
+func runBar(w io.Writer, description string) func(done, total int) {
+	return progress.Steps(w, progress.Options{Description: description, Delay: 2 * time.Second, ETA: true})
 }

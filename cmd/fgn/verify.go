@@ -4,38 +4,65 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/fgn-paper/fgn/experiments/artifact"
+	"github.com/fgn-paper/fgn/internal/cli"
 )
 
 // subcommands are the fgn subcommands a claim of artifact.yaml may run (those run dispatches).
 var subcommands = []string{"train", "figure", "headopt", "reproduce", "verify"}
 
+const verifyHelp = `usage: fgn verify [flags]
+
+Checks every claim of the artifact manifest (artifact.yaml): each claim's command (an fgn
+subcommand or a go test of the library) runs in the manifest's directory in the chosen profile,
+its output (a test log's printed errors, or a CSV cell) is compared with the expected value and
+tolerance, and the claim passes, fails, or is not run (with the reason: data it needs is absent,
+or it belongs to another profile). A command shared by several claims runs once.
+
+The commands write under --out only (default results/verify/, ignored by git), never into the
+committed figures/. The table of results goes to stdout and to <out>/verify_<profile>.md and
+.json. The exit status is 0 when no claim failed, 1 when one did, and 2 for a configuration
+error found before any claim runs (an unknown profile, an unusable backend, a missing tool).
+The claims' commands use GOMLX_BACKEND like every fgn command.
+
+Profiles (see artifact.yaml): smoke (CI), quick (a CPU, kick the tires), full (the paper's
+protocol, meant for one GPU).
+`
+
 // runVerify implements "fgn verify": it checks every claim of artifact.yaml in a profile and
 // writes the result table as <out>/verify_<profile>.md and .json.
 func runVerify(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("verify", stderr)
-	profile := fs.String("profile", "quick", "verification profile: quick (CPU), full (the paper's protocol, meant for one GPU), or another profile of the manifest")
-	manifest := fs.String("artifact", "artifact.yaml", "the artifact manifest; commands run in its directory")
-	out := fs.String("out", "figures", "output directory of the claims' commands and of verify_<profile>.md/.json")
-	fgnPath := fs.String("fgn", "", "fgn executable the claims run (default: this executable)")
-	if err := fs.Parse(args); err != nil {
+	c := newCommand("verify", verifyHelp, stdout)
+	profile := c.String("profile", "quick", "verification profile: one of the manifest's profiles (smoke, quick, full)")
+	manifest := c.String("artifact", "artifact.yaml", "the artifact manifest; commands run in its directory")
+	out := c.String("out", "results/verify", "output directory of the claims' commands and of verify_<profile>.md/.json")
+	fgnPath := c.String("fgn", "", "fgn executable the claims run (default: this executable)")
+	if err := c.parse(args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("verify: unexpected arguments %q", fs.Args())
 	}
 	a, err := artifact.Load(*manifest, subcommands)
 	if err != nil {
-		return err
+		return cli.ConfigError{Err: err}
+	}
+	if _, ok := a.Profiles[*profile]; !ok {
+		names := slices.Sorted(maps.Keys(a.Profiles))
+		return cli.Usagef("verify: --profile %s: the manifest has profiles %s", *profile, strings.Join(names, ", "))
 	}
 	exe := *fgnPath
 	if exe == "" {
 		if exe, err = os.Executable(); err != nil {
-			return fmt.Errorf("verify: locating the fgn executable: %w (use --fgn)", err)
+			return cli.ConfigError{Err: fmt.Errorf("verify: locating the fgn executable: %w (use --fgn)", err)}
 		}
+	}
+	if err := checkClaimsCanRun(a, exe); err != nil {
+		return err
 	}
 	absOut, err := filepath.Abs(*out)
 	if err != nil {
@@ -58,6 +85,35 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "\nwrote %s.md and %s.json\n", base, base)
 	if s := artifact.Summarize(results); s.Fail > 0 {
 		return fmt.Errorf("verify: %d of %d claims failed (%s)", s.Fail, len(results), s)
+	}
+	return nil
+}
+
+// checkClaimsCanRun returns a configError when a claim could not run for a reason that is the
+// same for every claim: the backend the commands inherit (GOMLX_BACKEND) is unusable, or a
+// program they run (go, the fgn executable) is missing.
+func checkClaimsCanRun(a *artifact.Artifact, fgnExe string) error {
+	be, err := newBackend("")
+	if err != nil {
+		return err
+	}
+	be.Finalize()
+	programs := map[string]bool{}
+	for _, claim := range a.Claims {
+		cmd, err := artifact.ParseCommand(claim.Command, subcommands)
+		if err != nil {
+			return cli.ConfigError{Err: fmt.Errorf("verify: claim %s: %w", claim.ID, err)}
+		}
+		programs[cmd.Program] = true
+	}
+	for _, p := range slices.Sorted(maps.Keys(programs)) {
+		path := p
+		if p == "fgn" {
+			path = fgnExe
+		}
+		if _, err := exec.LookPath(path); err != nil {
+			return cli.ConfigError{Err: fmt.Errorf("verify: the claims run %q, which cannot be run here: %w", p, err)}
+		}
 	}
 	return nil
 }

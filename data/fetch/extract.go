@@ -9,14 +9,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
-	"time"
 
 	"github.com/fgn-paper/fgn/data/fetch/cars"
 	"github.com/fgn-paper/fgn/data/fetch/resnet"
 	"github.com/fgn-paper/fgn/data/fetch/transform"
 	"github.com/fgn-paper/fgn/features"
 	"github.com/fgn-paper/fgn/internal/atomicfile"
-	"github.com/schollz/progressbar/v3"
+	"github.com/fgn-paper/fgn/internal/progress"
 )
 
 // partialDir holds the finished chunks of an unfinished extraction, under the cache directory.
@@ -73,10 +72,7 @@ func (e *extractor) run(ctx context.Context, ds *cars.Dataset, out string, m *fe
 			plan[split] = append(plan[split], ch)
 		}
 	}
-	bar := progressbar.NewOptions(remaining, progressbar.OptionSetWriter(e.log), progressbar.OptionSetDescription("features"),
-		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("img"),
-		progressbar.OptionSetPredictTime(true), progressbar.OptionFullWidth(), progressbar.OptionThrottle(500*time.Millisecond),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(e.log) }))
+	bar := progress.New(e.log, int64(remaining), progress.Options{Description: "features (images)", ETA: true})
 	sets := map[string]*features.Set{}
 	for _, split := range splits {
 		all := &features.Set{D: e.model.Arch.FeatureDim}
@@ -148,7 +144,7 @@ type prepared struct {
 // extractChunk runs the examples through the model in batches; batch i+1 is decoded and
 // transformed (in parallel over its images) while the model runs batch i. A short last batch
 // is padded to the batch size so that one compiled graph serves every batch.
-func (e *extractor) extractChunk(ctx context.Context, split string, examples []cars.Example, offset int, bar *progressbar.ProgressBar) (*features.Set, error) {
+func (e *extractor) extractChunk(ctx context.Context, split string, examples []cars.Example, offset int, bar *progress.Bar) (*features.Set, error) {
 	crop := e.spec.CropSize
 	per := 3 * crop * crop
 	batches := make(chan prepared, 1)
@@ -190,7 +186,7 @@ func (e *extractor) extractChunk(ctx context.Context, split string, examples []c
 		s.D = e.model.Arch.FeatureDim
 		s.X = append(s.X, feats[:n*s.D]...)
 		done += n
-		_ = bar.Add(n)
+		bar.Add(int64(n))
 	}
 	if done != len(examples) {
 		return nil, fmt.Errorf("extraction of %s stopped after %d of %d images", split, done, len(examples))

@@ -31,6 +31,7 @@ import (
 	"github.com/fgn-paper/fgn/data/fetch/transform"
 	"github.com/fgn-paper/fgn/features"
 	"github.com/fgn-paper/fgn/fgn/backend"
+	"github.com/fgn-paper/fgn/internal/cli"
 )
 
 // weightSet is a published set of torchvision ResNet-50 weights and its transform.
@@ -53,12 +54,7 @@ var torchvisionHash = regexp.MustCompile(`-([0-9a-f]{8,})\.pth$`)
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "fetch:", err)
-		}
-		os.Exit(1)
-	}
+	os.Exit(cli.Exit(run(ctx, os.Args[1:], os.Stderr), os.Stderr, "fetch"))
 }
 
 type config struct {
@@ -70,7 +66,7 @@ type config struct {
 func run(ctx context.Context, args []string, log io.Writer) error {
 	var cfg config
 	fs := flag.NewFlagSet("fetch", flag.ContinueOnError)
-	fs.SetOutput(log)
+	fs.SetOutput(io.Discard) // errors are printed once, by cli.Exit
 	userCache, _ := os.UserCacheDir()
 	fs.StringVar(&cfg.data, "data", "cars196", "Stanford Cars directory in torchvision's layout (or its parent holding stanford_cars/)")
 	fs.StringVar(&cfg.out, "out", "data/cars196", "feature cache directory to write")
@@ -82,22 +78,28 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	fs.BoolVar(&cfg.download, "download", false, "download missing dataset files (checksum-verified) into --data")
 	fs.StringVar(&cfg.mirror, "mirror", "", "base URL serving cars_train.tgz, cars_test.tgz, car_devkit.tgz and cars_test_annos_withlabels.mat (with --download)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(log, "usage: go run ./data/fetch [flags]   (data/fetch/README.md)\n\nflags:")
+			fs.SetOutput(log)
+			fs.PrintDefaults()
+			return err
+		}
+		return cli.Usagef("%v (-help lists the flags)", err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return cli.Usagef("unexpected arguments %q", fs.Args())
 	}
 	ws, ok := weightSets[strings.ToUpper(cfg.version)]
 	if !ok {
-		return fmt.Errorf("--weights-version %q: want V1 or V2", cfg.version)
+		return cli.Usagef("--weights-version %q: want V1 or V2", cfg.version)
 	}
 	if cfg.batch < 1 || cfg.chunk < 1 {
-		return fmt.Errorf("--batch and --chunk must be positive")
+		return cli.Usagef("--batch and --chunk must be positive")
 	}
 
 	b, err := backend.New()
 	if err != nil {
-		return err
+		return cli.ConfigError{Err: err}
 	}
 	fmt.Fprintln(log, "backend:", backend.Describe(b))
 	if w := backend.SIMDWarning(b); w != "" {

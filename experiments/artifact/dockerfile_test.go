@@ -180,3 +180,81 @@ func TestParseDockerfile(t *testing.T) {
 		t.Errorf("parseDockerfile = %+v, want %+v", ins, want)
 	}
 }
+
+// dockerignored reports whether the .dockerignore patterns exclude path (slash-separated,
+// relative to the context) from the build context: a pattern (leading "/" ignored, "**"
+// any number of directories, "*" and "?" within one name) matches the path or one of its
+// parent directories; a later "!pattern" re-includes.
+func dockerignored(patterns []string, path string) bool {
+	ignored := false
+	for _, p := range patterns {
+		keep := strings.HasPrefix(p, "!")
+		p = strings.TrimPrefix(strings.TrimPrefix(p, "!"), "/")
+		p = strings.TrimSuffix(p, "/")
+		var re strings.Builder
+		for i := 0; i < len(p); i++ {
+			switch {
+			case strings.HasPrefix(p[i:], "**/"):
+				re.WriteString("(.*/)?")
+				i += 2
+			case strings.HasPrefix(p[i:], "**"):
+				re.WriteString(".*")
+				i++
+			case p[i] == '*':
+				re.WriteString("[^/]*")
+			case p[i] == '?':
+				re.WriteString("[^/]")
+			default:
+				re.WriteString(regexp.QuoteMeta(p[i : i+1]))
+			}
+		}
+		m := regexp.MustCompile("^" + re.String() + "(/.*)?$")
+		if m.MatchString(path) {
+			ignored = !keep
+		}
+	}
+	return ignored
+}
+
+// TestDockerignore checks that the image's build context leaves out the data, caches, outputs
+// and build products, and keeps the sources, the committed figures and the notebooks.
+func TestDockerignore(t *testing.T) {
+	data, err := os.ReadFile("../../.dockerignore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patterns []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			patterns = append(patterns, l)
+		}
+	}
+	for _, tc := range []struct {
+		path    string
+		ignored bool
+	}{
+		{"data/cars196/train_features.npy", true},
+		{"data/cars196/images/car_ims/000001.jpg", true},
+		{"results/figure1_mechanism.png", true},
+		{"results/verify/verify_quick.json", true},
+		{"figures/.reproduce/figure1.json", true},
+		{"results/.reproduce/headopt_synthetic_standin-0123456789ab/traces/adam_seed1.csv", true},
+		{"fgn", true},
+		{"cmd/fgn/fgn.test", true},
+		{"cpu.prof", true},
+		{"notebooks/.ipynb_checkpoints/01-margin-checkpoint.ipynb", true},
+		{"go.mod", false},
+		{"data/fetch/main.go", false},
+		{"data/fetch/README.md", false},
+		{"cmd/fgn/main.go", false},
+		{"figures/figure1_mechanism.png", false},
+		{"notebooks/01-margin.ipynb", false},
+		{".ci/install.sh", false},
+		{"docker/entrypoint.sh", false},
+		{"artifact.yaml", false},
+	} {
+		if got := dockerignored(patterns, tc.path); got != tc.ignored {
+			t.Errorf(".dockerignore: %s excluded = %v, want %v", tc.path, got, tc.ignored)
+		}
+	}
+}

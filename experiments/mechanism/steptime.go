@@ -15,11 +15,11 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/fgn"
+	"github.com/fgn-paper/fgn/internal/progress"
 )
 
 // StepTimeConfig configures panel (a): steady-state optimiser steps of a linear softmax head
@@ -152,7 +152,7 @@ func adamStep(lr float64) stepFunc {
 // products both use: the optimizer computes the direction and updates the variables.
 func gnStep(opt fgn.Optimizer) stepFunc {
 	return func(scope *model.Scope, h, labels *Node, w, bias *model.Variable) *Node {
-		return opt.UpdateGraph(scope, headOf(h, w, bias), labels).Loss
+		return opt.UpdateGraphWithLinearization(scope, headOf(h, w, bias), labels).Loss
 	}
 }
 
@@ -214,8 +214,8 @@ func uniformLabels(backend compute.Backend, c StepTimeConfig, numClasses, numBat
 // parameter update in one graph, parameters as model variables that stay on the device), runs
 // the warm-up steps, then times each of the timed steps from the call until its loss is on the
 // host. Steps cycle over the static batches, one batch per step. Feature generation, transfers,
-// compilation and warm-up are not timed. progress receives a progress bar (io.Discard for none).
-func StepTime(backend compute.Backend, c StepTimeConfig, progress io.Writer) (*report.Table, error) {
+// compilation and warm-up are not timed. progressW receives the progress display (io.Discard for none).
+func StepTime(backend compute.Backend, c StepTimeConfig, progressW io.Writer) (*report.Table, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
@@ -229,9 +229,7 @@ func StepTime(backend compute.Backend, c StepTimeConfig, progress io.Writer) (*r
 		warmup, steps := c.stepsAt(n)
 		total += len(c.Methods) * (warmup + steps)
 	}
-	bar := progressbar.NewOptions(total, progressbar.OptionSetWriter(progress), progressbar.OptionShowCount(),
-		progressbar.OptionSetWidth(30), progressbar.OptionSetPredictTime(false), progressbar.OptionSetDescription("panel (a)"),
-		progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionOnCompletion(func() { fmt.Fprintln(progress) }))
+	bar := progress.New(progressW, int64(total), progress.Options{Description: "panel (a)"})
 
 	t := report.NewTable(StepTimeColumns...)
 	t.Comment("panel", "(a) steady-state optimiser step time, linear softmax head on fixed Gaussian features")
@@ -252,7 +250,7 @@ func StepTime(backend compute.Backend, c StepTimeConfig, progress io.Writer) (*r
 			return nil, err
 		}
 		for _, m := range c.Methods {
-			bar.Describe(fmt.Sprintf("C=%-4d %-17s", numClasses, m))
+			bar.Describe(fmt.Sprintf("panel (a) C=%-4d %-17s", numClasses, m))
 			times, loss, err := timeMethod(backend, c, m, numClasses, features, labels, bar)
 			if err != nil {
 				finalizeAll(labels)
@@ -264,7 +262,6 @@ func StepTime(backend compute.Backend, c StepTimeConfig, progress io.Writer) (*r
 		}
 		finalizeAll(labels)
 	}
-	_ = bar.Finish()
 	t.Comment("host load", fmt.Sprintf("1/5/15-min load averages %s before, %s after the sweep", loadBefore, report.LoadAverage()))
 	return t, nil
 }
@@ -272,7 +269,7 @@ func StepTime(backend compute.Backend, c StepTimeConfig, progress io.Writer) (*r
 // timeMethod compiles and runs the steps of one method at C classes and returns the durations
 // of the timed steps in milliseconds and the loss of the last step.
 func timeMethod(backend compute.Backend, c StepTimeConfig, m train.Method, numClasses int,
-	features, labels []*tensors.Tensor, bar *progressbar.ProgressBar) ([]float64, float64, error) {
+	features, labels []*tensors.Tensor, bar *progress.Bar) ([]float64, float64, error) {
 	store := model.NewStore()
 	defer store.Finalize()
 	scope := store.RootScope()
@@ -302,7 +299,7 @@ func timeMethod(backend compute.Backend, c StepTimeConfig, m train.Method, numCl
 		if k >= warmup {
 			times = append(times, float64(elapsed.Nanoseconds())/1e6)
 		}
-		_ = bar.Add(1)
+		bar.Add(1)
 	}
 	return times, loss, nil
 }

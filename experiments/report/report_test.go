@@ -36,3 +36,25 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("missing column error = %v", err)
 	}
 }
+
+// TestFormat checks that floats are written in the shortest form that round-trips their dtype.
+func TestFormat(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{float32(0.98), "0.98"},
+		{float64(float32(0.98)), "0.9800000190734863"}, // a widened float32 is a different float64
+		{0.98, "0.98"},
+		{float32(1e-5), "1e-05"},
+		{math.Pi, "3.141592653589793"},
+		{float32(math.Pi), "3.1415927"},
+		{float32(math.NaN()), "NaN"},
+		{3, "3"},
+		{"adam", "adam"},
+	} {
+		if got := Format(tc.v); got != tc.want {
+			t.Errorf("Format(%T %v) = %q, want %q", tc.v, tc.v, got, tc.want)
+		}
+	}
+}

@@ -17,13 +17,10 @@
 //   - inputs: for the Cars196 feature cache, the size and modification time of its four .npy
 //     files and the sha256 sums its manifest lists; for the synthetic stand-in, the generator's
 //     settings (part of the configuration);
-//   - code: the sha256 of the running executable. Go builds are reproducible, so this changes
-//     exactly when any compiled code, the toolchain or the build settings (GOEXPERIMENT=simd
-//     among them) change, and not for edits outside the binary (documentation, notebooks).
-//     It errs on the side of rebuilding: any change to the linked code reruns every target,
-//     and a "go run" binary and a "go build" binary of the same tree differ (the latter
-//     carries VCS information). The module's VCS revision would miss uncommitted edits, and
-//     "go run" does not record it at all;
+//   - code: buildinfo.Code, the hash of the module's compiled source (non-test Go files, go.mod,
+//     go.sum) when its source tree is on this machine, with the toolchain and build settings
+//     (GOEXPERIMENT=simd among them). "go run" and "go build" of one tree agree, and edits
+//     outside the compiled code (documentation, notebooks) rebuild nothing;
 //   - backend (its description): timings made on one backend do not stand for another.
 //
 // Before a target is built its stamp is removed, so a target interrupted half-way is built
@@ -60,10 +57,11 @@ import (
 	"github.com/fgn-paper/fgn/features"
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/atomicfile"
+	"github.com/fgn-paper/fgn/internal/buildinfo"
 )
 
-// Profiles are the profile names, cheapest first: smoke (CI; ≈20 s on 2 CPU cores), quick
-// (the default; ≈3 min on 2 quiet CPU cores) and full (the paper's protocols; meant for a GPU).
+// Profiles are the profile names, cheapest first: smoke (CI), quick (the default, for a CPU)
+// and full (the paper's protocols; meant for a GPU).
 var Profiles = []string{"smoke", "quick", "full"}
 
 // Plan is what a profile runs: the settings of every target.
@@ -355,19 +353,6 @@ func readStamp(path string) *Stamp {
 	return &s
 }
 
-// CodeVersion returns "sha256:<hex>" of the running executable (see the package documentation).
-func CodeVersion() (string, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("reproduce: locating the executable for its code version: %w", err)
-	}
-	sum, err := features.FileSHA256(exe)
-	if err != nil {
-		return "", fmt.Errorf("reproduce: code version: %w", err)
-	}
-	return "sha256:" + sum, nil
-}
-
 // Result says what Run did with each target, in order.
 type Result struct {
 	Built, Skipped []string
@@ -390,7 +375,7 @@ func Run(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	code, err := CodeVersion()
+	code, err := buildinfo.Code()
 	if err != nil {
 		return nil, err
 	}

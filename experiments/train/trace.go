@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -10,7 +11,12 @@ import (
 
 // traceColumns are the CSV columns of a trace, in Point's field order.
 var traceColumns = []string{"step", "epoch", "opt_seconds", "train_loss", "eval_loss", "eval_accuracy",
-	"cg_iterations", "cg_residual", "mean_p_dagger", "mean_xi"}
+	"cg_iterations", "cg_residual", "mean_p_dagger", "mean_xi", "skipped_steps"}
+
+// float32Columns are the trace columns whose values are float32 outputs of the graph (widened
+// in Point): they are written in their shortest float32 form (report.Format) and narrowed back
+// when read, so that a trace read back equals the one written.
+var float32Columns = []string{"train_loss", "eval_loss", "eval_accuracy", "cg_residual", "mean_p_dagger", "mean_xi"}
 
 // Table returns the trace as a report table whose comments record the run's configuration.
 func (t *Trace) Table() *report.Table {
@@ -23,6 +29,9 @@ func (t *Trace) Table() *report.Table {
 		tab.Comment("lambda", report.Format(t.Hyper.Lambda))
 		tab.Comment("cg_max_iterations", strconv.Itoa(t.Hyper.CGMaxIter))
 		tab.Comment("cg_tolerance", report.Format(t.Hyper.CGTol))
+		if c.Method != SGN {
+			tab.Comment("cg_stopping_rule", t.Hyper.CGRule.String())
+		}
 	}
 	tab.Comment("classes", strconv.Itoa(t.Classes))
 	tab.Comment("batch_size", strconv.Itoa(c.BatchSize))
@@ -33,8 +42,8 @@ func (t *Trace) Table() *report.Table {
 	tab.Comment("written", time.Now().UTC().Format(time.RFC3339))
 	tab.Comment("opt_seconds", "synchronised optimisation time only (no compilation, evaluation, logging or I/O)")
 	for _, p := range t.Points {
-		tab.Add(p.Step, p.Epoch, p.OptSeconds, p.TrainLoss, p.EvalLoss, p.EvalAccuracy,
-			p.CGIterations, p.CGResidual, p.MeanPDagger, p.MeanXi)
+		tab.Add(p.Step, p.Epoch, p.OptSeconds, float32(p.TrainLoss), float32(p.EvalLoss), float32(p.EvalAccuracy),
+			p.CGIterations, float32(p.CGResidual), float32(p.MeanPDagger), float32(p.MeanXi), p.SkippedSteps)
 	}
 	return tab
 }
@@ -47,6 +56,11 @@ func PointsFromTable(tab *report.Table) ([]Point, error) {
 		if cols[k], err = tab.Floats(name); err != nil {
 			return nil, err
 		}
+		if slices.Contains(float32Columns, name) {
+			for i, v := range cols[k] {
+				cols[k][i] = float64(float32(v))
+			}
+		}
 	}
 	points := make([]Point, len(tab.Rows))
 	for i := range points {
@@ -56,7 +70,7 @@ func PointsFromTable(tab *report.Table) ([]Point, error) {
 		}
 		points[i] = Point{Step: int(step), Epoch: cols[1][i], OptSeconds: cols[2][i], TrainLoss: cols[3][i],
 			EvalLoss: cols[4][i], EvalAccuracy: cols[5][i], CGIterations: cols[6][i], CGResidual: cols[7][i],
-			MeanPDagger: cols[8][i], MeanXi: cols[9][i]}
+			MeanPDagger: cols[8][i], MeanXi: cols[9][i], SkippedSteps: int(cols[10][i])}
 	}
 	return points, nil
 }

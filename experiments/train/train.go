@@ -80,11 +80,13 @@ func ParseMethod(s string) (Method, error) {
 
 // Hyper holds an optimizer's hyper-parameters; zero fields take the paper's defaults (sec. 5,
 // app. F.2): α = 3·10⁻⁴ for Adam and 0.1 for SGN/FGN, λ = 1, CG at most 5 iterations with
-// tolerance 10⁻⁵. Adam uses only Alpha.
+// tolerance 10⁻⁵ and FGN's parameter-space stopping rule. Adam uses only Alpha.
 type Hyper struct {
 	Alpha, Lambda float64
 	CGMaxIter     int
 	CGTol         float64
+	// CGRule is FGN's CG stopping rule (its zero value is fgn.StopParameterResidual).
+	CGRule fgn.StoppingRule
 }
 
 // WithDefaults returns h with zero fields replaced by the method's defaults.
@@ -141,6 +143,9 @@ type Point struct {
 	// CGIterations is the mean number of CG iterations over the steps since the previous point
 	// (0 for Adam); CGResidual, MeanPDagger and MeanXi are those of the last step's batch.
 	CGIterations, CGResidual, MeanPDagger, MeanXi float64
+	// SkippedSteps counts the steps 1..Step whose loss, direction or CG residual was not finite;
+	// such a step leaves the model and the optimizer state unchanged.
+	SkippedSteps int
 }
 
 // Trace is the result of a run.
@@ -152,7 +157,9 @@ type Trace struct {
 	Points  []Point
 }
 
-func (c Config) validate(trainSet, evalSet *features.Set) (classes int, err error) {
+// Validate checks the configuration and the data of a run (as Run does before any
+// computation) and returns the number of classes the run uses.
+func (c Config) Validate(trainSet, evalSet *features.Set) (classes int, err error) {
 	if _, err := ParseMethod(string(c.Method)); err != nil {
 		return 0, err
 	}
@@ -199,16 +206,16 @@ func (c Config) validate(trainSet, evalSet *features.Set) (classes int, err erro
 // Run trains a freshly initialised model on trainSet and evaluates it on evalSet, on backend be.
 // Errors in the configuration or the data are returned before any computation.
 func Run(be compute.Backend, cfg Config, trainSet, evalSet *features.Set) (*Trace, error) {
-	classes, err := cfg.validate(trainSet, evalSet)
+	classes, err := cfg.Validate(trainSet, evalSet)
 	if err != nil {
 		return nil, err
 	}
 	var trace *Trace
-	err = exceptions.TryCatch[error](func() { trace, err = run(be, cfg, classes, trainSet, evalSet) })
-	if err != nil {
+	var runErr error
+	if err := exceptions.TryCatch[error](func() { trace, runErr = run(be, cfg, classes, trainSet, evalSet) }); err != nil {
 		return nil, err
 	}
-	return trace, nil
+	return trace, runErr
 }
 
 // run is Run after validation; GoMLX graph-building errors surface as panics, caught by Run.
@@ -261,12 +268,12 @@ func run(be compute.Backend, cfg Config, classes int, trainSet, evalSet *feature
 	eval := newEvaluator(be, store, vars, cfg.Model, trainSet, evalSet)
 
 	trace := &Trace{Config: cfg, Hyper: h, Backend: backend.Describe(be), Classes: classes}
-	record := func(stepNum int, its float64, last []float64) error {
+	record := func(stepNum, skipped int, its float64, last []float64) error {
 		if cfg.beforeEval != nil {
 			cfg.beforeEval()
 		}
 		p := Point{Step: stepNum, Epoch: float64(stepNum) / float64(len(batches)), OptSeconds: optSeconds,
-			CGIterations: its, CGResidual: math.NaN(), MeanPDagger: math.NaN(), MeanXi: math.NaN()}
+			CGIterations: its, CGResidual: math.NaN(), MeanPDagger: math.NaN(), MeanXi: math.NaN(), SkippedSteps: skipped}
 		if last != nil {
 			p.CGResidual, p.MeanPDagger, p.MeanXi = last[2], last[3], last[4]
 		}
@@ -277,27 +284,28 @@ func run(be compute.Backend, cfg Config, classes int, trainSet, evalSet *feature
 		trace.Points = append(trace.Points, p)
 		return nil
 	}
-	if err := record(0, 0, nil); err != nil {
+	if err := record(0, 0, 0, nil); err != nil {
 		return nil, err
 	}
 	total := cfg.Epochs * len(batches)
 	var itsSum float64
-	var itsCount int
+	var itsCount, skipped int
 	for s := 1; s <= total; s++ {
 		start := time.Now()
 		outs, err := step.Call(stepInputs((s - 1) % len(batches))...)
 		if err != nil {
 			return nil, fmt.Errorf("step %d: %w", s, err)
 		}
-		stats := scalars(outs) // reading the outputs synchronises the device
+		finite := tensors.ToScalar[bool](outs[len(outs)-1])
+		stats := scalars(outs[:len(outs)-1]) // reading the outputs synchronises the device
 		optSeconds += time.Since(start).Seconds()
-		if math.IsNaN(stats[0]) || math.IsInf(stats[0], 0) {
-			return nil, fmt.Errorf("step %d: the batch loss is %v (diverged; try a smaller step size)", s, stats[0])
+		if !finite {
+			skipped++
 		}
 		itsSum += stats[1]
 		itsCount++
 		if s%cfg.EvalEvery == 0 || s == total {
-			if err := record(s, itsSum/float64(itsCount), stats); err != nil {
+			if err := record(s, skipped, itsSum/float64(itsCount), stats); err != nil {
 				return nil, err
 			}
 			itsSum, itsCount = 0, 0
@@ -315,7 +323,8 @@ func run(be compute.Backend, cfg Config, classes int, trainSet, evalSet *feature
 type batchCache struct{ transposed, gram bool }
 
 // newStep compiles (lazily) one optimisation step: inputs x, y and the cached layouts; outputs the
-// batch loss, CG iterations, CG residual, mean p_† and mean ξ.
+// batch loss, CG iterations, CG residual, mean p_†, mean ξ and whether the step was taken (a step
+// that is not finite changes nothing).
 func newStep(be compute.Backend, store *model.Store, vars []*model.Variable, m Model, method Method, h Hyper,
 	cache batchCache) (*model.Exec, error) {
 	var gn fgn.Optimizer
@@ -323,11 +332,14 @@ func newStep(be compute.Backend, store *model.Store, vars []*model.Variable, m M
 	switch method {
 	case Adam:
 		adam = optimizer.Adam().LearningRate(h.Alpha).Done()
+		if err := materializeState(be, store, vars, adam); err != nil {
+			return nil, err
+		}
 	case SGN:
 		gn = fgn.SGN().LearningRate(h.Alpha).Damping(h.Lambda).CGMaxIterations(h.CGMaxIter).CGTolerance(h.CGTol).Done()
 	default:
 		gn = fgn.FGN().LearningRate(h.Alpha).Damping(h.Lambda).CGMaxIterations(h.CGMaxIter).CGTolerance(h.CGTol).
-			MatrixFree(method == FGNMatrixFree).Done()
+			CGStoppingRule(h.CGRule).MatrixFree(method == FGNMatrixFree).Done()
 	}
 	return model.NewExec(be, store, func(scope *model.Scope, in []*Node) []*Node {
 		lin := m.linearize(vars, in[0])
@@ -342,13 +354,80 @@ func newStep(be compute.Backend, store *model.Store, vars []*model.Variable, m M
 		if adam != nil {
 			margin := fgn.NewMargin(lin.Logits(), in[1])
 			loss := ReduceAllMean(margin.Loss)
-			adam.UpdateGraph(scope, in[0].Graph(), loss)
+			finite := guardedAdamUpdate(scope, adam, loss)
 			zero := ScalarZero(in[0].Graph(), loss.DType())
-			return []*Node{loss, zero, zero, ReduceAllMean(margin.PDagger), ReduceAllMean(margin.Xi)}
+			return []*Node{loss, zero, zero, ReduceAllMean(margin.PDagger), ReduceAllMean(margin.Xi), finite}
 		}
-		dir := gn.UpdateGraph(scope, lin, in[1])
-		return []*Node{dir.Loss, ConvertDType(dir.Iterations, dir.Loss.DType()), dir.Residual, dir.MeanPDagger, dir.MeanXi}
+		dir := gn.UpdateGraphWithLinearization(scope, lin, in[1])
+		return []*Node{dir.Loss, ConvertDType(dir.Iterations, dir.Loss.DType()), dir.Residual, dir.MeanPDagger,
+			dir.MeanXi, dir.Finite}
 	})
+}
+
+// guardedAdamUpdate builds Adam's update of the model variables for loss, such that a step whose
+// loss, gradient or updated values (parameters and moments) are not finite leaves every variable
+// of the store unchanged (FGN and SGN do the
+// same by themselves, see fgn.Direction.Finite). It returns that condition (a boolean scalar).
+//
+// Adam creates its state variables (moments, step counters) the first time its update is built;
+// newStep builds it once into a throwaway graph first (materializeState), so that they are in the
+// store and their values before the step are known here.
+func guardedAdamUpdate(scope *model.Scope, adam optimizer.Interface, loss *Node) *Node {
+	g := loss.Graph()
+	before := make(map[*model.Variable]*Node)
+	for v := range scope.Store().IterVariables() {
+		before[v] = v.NodeValue(g)
+	}
+	grads := scope.BuildTrainableVariablesGradientsGraph(loss)
+	finite := IsFinite(loss)
+	for _, grad := range grads {
+		finite = LogicalAnd(finite, LogicalAll(IsFinite(grad)))
+	}
+	adam.(gradientsUpdater).UpdateGraphWithGradients(scope, grads, loss.DType())
+	var changed []*model.Variable
+	for v := range before {
+		if v.ChangedInGraph(g) {
+			changed = append(changed, v)
+			if v.DType().IsFloat() {
+				finite = LogicalAnd(finite, LogicalAll(IsFinite(v.NodeValue(g))))
+			}
+		}
+	}
+	for _, v := range changed {
+		updated := v.NodeValue(g)
+		v.SetNodeValue(Where(BroadcastToDims(finite, updated.Shape().Dimensions...), updated, before[v]))
+	}
+	return finite
+}
+
+// materializeState builds opt's update of vars into a throwaway graph, which creates the
+// optimizer's state variables in store.
+func materializeState(be compute.Backend, store *model.Store, vars []*model.Variable, opt optimizer.Interface) error {
+	probe, err := model.NewExec(be, store, func(scope *model.Scope, g *Graph) *Node {
+		var loss *Node
+		for _, v := range vars {
+			term := ReduceAllSum(v.NodeValue(g))
+			if loss == nil {
+				loss = term
+			} else {
+				loss = Add(loss, term)
+			}
+		}
+		opt.UpdateGraph(scope, g, loss)
+		return loss
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := probe.Compile(); err != nil {
+		return fmt.Errorf("creating the optimizer's state: %w", err)
+	}
+	return nil
+}
+
+// gradientsUpdater is the part of GoMLX's optimizers (Adam, SGD) that takes precomputed gradients.
+type gradientsUpdater interface {
+	UpdateGraphWithGradients(scope *model.Scope, grads []*Node, lossDType dtypes.DType)
 }
 
 // perBatch computes fn(x) for every static batch x once, returning the results and the time it took.

@@ -4,6 +4,7 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -217,5 +218,54 @@ func TestTraceTableRoundTrip(t *testing.T) {
 	}
 	if m, _ := tab.Lookup("method"); m != "sgn" {
 		t.Errorf("method comment %q, want sgn", m)
+	}
+	// float32 values are written in their shortest float32 form, not widened (0.98 rather than
+	// its widened float64 form).
+	col, err := tab.Column("eval_accuracy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, row := range tab.Rows {
+		if want := strconv.FormatFloat(tr.Points[i].EvalAccuracy, 'g', -1, 32); row[col] != want {
+			t.Errorf("row %d eval_accuracy %q, want the float32 form %q", i, row[col], want)
+		}
+	}
+}
+
+// TestBadBatchNeverCorruptsTheModel trains every method on a split holding one example whose
+// features are finite but so large (1e30) that a step through its batch can overflow float32
+// (Adam's second moment, FGN's feature Gram): such a step is skipped and counted, the model stays
+// finite, and training on the other batches goes on.
+func TestBadBatchNeverCorruptsTheModel(t *testing.T) {
+	trainSet, evalSet := problem(t, 120, 6, 4)
+	bad := *trainSet
+	bad.X = append([]float32(nil), trainSet.X...)
+	for k := range bad.D {
+		bad.X[17*bad.D+k] = 1e30
+	}
+	const epochs = 3
+	totalSkipped := 0
+	for _, method := range Methods {
+		cfg := Config{Method: method, BatchSize: 32, Epochs: epochs, EvalEvery: 4, Seed: 7}
+		if method == Adam {
+			cfg.Hyper.Alpha = 0.05
+		}
+		tr, err := Run(testBackend, cfg, &bad, evalSet)
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		first, last := tr.Points[0], tr.Points[len(tr.Points)-1]
+		t.Logf("%s: %d of %d steps skipped, eval loss %.4f → %.4f", method, last.SkippedSteps, last.Step,
+			first.EvalLoss, last.EvalLoss)
+		if last.SkippedSteps > epochs {
+			t.Errorf("%s: %d of %d steps skipped, want at most the bad batch's %d", method, last.SkippedSteps, last.Step, epochs)
+		}
+		totalSkipped += last.SkippedSteps
+		if !(last.EvalLoss < first.EvalLoss) {
+			t.Errorf("%s: held-out loss %.4f → %.4f: want finite and decreasing", method, first.EvalLoss, last.EvalLoss)
+		}
+	}
+	if totalSkipped == 0 {
+		t.Errorf("no method skipped a step: the test batch no longer overflows, make it harder")
 	}
 }

@@ -34,9 +34,14 @@ import (
 const EnvVar = compute.ConfigEnvVar
 
 // New returns the backend selected by GOMLX_BACKEND (see the package documentation), the
-// pure-Go backend when it is unset or empty.
+// pure-Go backend when it is unset or empty. Its errors name the variable.
 func New() (compute.Backend, error) {
-	return NewWithConfig(os.Getenv(EnvVar))
+	config := os.Getenv(EnvVar)
+	b, err := NewWithConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%q: %w", EnvVar, config, err)
+	}
+	return b, nil
 }
 
 // MustNew is New for tests and examples: it panics when the backend cannot be created.
@@ -48,7 +53,8 @@ func MustNew() compute.Backend {
 	return b
 }
 
-// NewWithConfig returns the backend for a configuration string in the GOMLX_BACKEND format.
+// NewWithConfig returns the backend for a configuration string in the GOMLX_BACKEND format;
+// its errors describe the configuration, not where it came from.
 func NewWithConfig(config string) (b compute.Backend, err error) {
 	config = strings.TrimSpace(config)
 	if filepath.IsAbs(config) {
@@ -61,8 +67,8 @@ func NewWithConfig(config string) (b compute.Backend, err error) {
 	case xla.BackendName:
 		return newXLA(options)
 	default:
-		return nil, fmt.Errorf("unknown backend %q in %s=%q: use \"go\", \"xla:cuda\", \"xla:cpu\" or "+
-			"\"xla:/absolute/path/to/pjrt_plugin.so\"", name, EnvVar, config)
+		return nil, fmt.Errorf("unknown backend %q: use \"go\", \"xla:cuda\", \"xla:cpu\" or "+
+			"\"xla:/absolute/path/to/pjrt_plugin.so\"", name)
 	}
 }
 
@@ -70,8 +76,8 @@ func newXLA(options string) (b compute.Backend, err error) {
 	xla.EnableAutoInstall(false)
 	plugin, _, _ := strings.Cut(options, ",")
 	if plugin == "" {
-		return nil, fmt.Errorf("%s=xla needs a PJRT plugin: \"xla:cuda\", \"xla:cpu\" or "+
-			"\"xla:/absolute/path/to/pjrt_plugin.so\"", EnvVar)
+		return nil, fmt.Errorf("backend xla needs a PJRT plugin: \"xla:cuda\", \"xla:cpu\" or " +
+			"\"xla:/absolute/path/to/pjrt_plugin.so\"")
 	}
 	if filepath.IsAbs(plugin) {
 		if _, statErr := os.Stat(plugin); statErr != nil {
@@ -91,8 +97,8 @@ func newXLA(options string) (b compute.Backend, err error) {
 				"machine, and are its CUDA libraries found, e.g. via XLA_FLAGS=--xla_gpu_cuda_data_dir?): %w", plugin, err)
 		}
 		return nil, fmt.Errorf("PJRT plugin %q is not installed (found: %q) and fgn never downloads "+
-			"plugins: install it, set PJRT_PLUGIN_LIBRARY_PATH to its directory, or set "+
-			"%s=xla:/absolute/path/to/its.so: %w", plugin, xla.GetAvailablePlugins(), EnvVar, err)
+			"plugins: install it, set PJRT_PLUGIN_LIBRARY_PATH to its directory, or select "+
+			"xla:/absolute/path/to/its.so: %w", plugin, xla.GetAvailablePlugins(), err)
 	}
 	return b, nil
 }
@@ -103,12 +109,12 @@ func Describe(b compute.Backend) string {
 }
 
 // SIMDWarning returns a one-line warning for long runs on the pure-Go backend of a binary built
-// without GOEXPERIMENT=simd (its matrix products are then an order of magnitude slower), or "" when there
-// is nothing to warn about.
+// without GOEXPERIMENT=simd (its matrix products then run without the AVX2/AVX-512 kernels),
+// or "" when there is nothing to warn about.
 func SIMDWarning(b compute.Backend) string {
 	if SIMDBuild || b.String() != gobackend.BackendName {
 		return ""
 	}
-	return "warning: built without GOEXPERIMENT=simd: the pure-Go backend's matrix products run an order of magnitude slower; " +
+	return "warning: built without GOEXPERIMENT=simd: the pure-Go backend's matrix products run without their AVX2/AVX-512 kernels, several times slower; " +
 		"rebuild with GOEXPERIMENT=simd for timings"
 }

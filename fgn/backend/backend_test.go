@@ -22,6 +22,9 @@ func TestNewWithConfig(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("NewWithConfig(%q) error = %v, want one containing %q", tc.config, err, tc.wantErr)
 				}
+				if strings.Contains(err.Error(), EnvVar) {
+					t.Errorf("NewWithConfig(%q) error %q blames %s, which did not give the configuration", tc.config, err, EnvVar)
+				}
 				return
 			}
 			if err != nil {
@@ -41,6 +44,15 @@ func TestNewDefaultIsGo(t *testing.T) {
 	b, err := New()
 	if err != nil || b.String() != "go" {
 		t.Fatalf("New() with %s unset = %v, %v; want the go backend", EnvVar, b, err)
+	}
+}
+
+// TestNewNamesTheVariable checks that an unusable GOMLX_BACKEND is reported with its value.
+func TestNewNamesTheVariable(t *testing.T) {
+	t.Setenv(EnvVar, "bogus")
+	_, err := New()
+	if want := EnvVar + `="bogus": unknown backend "bogus"`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("New() with %s=bogus: error = %v, want one containing %q", EnvVar, err, want)
 	}
 }
 

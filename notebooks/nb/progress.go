@@ -50,6 +50,10 @@ func (p *Progress) Writer() *ProgressWriter { return &ProgressWriter{p: p} }
 // ProgressWriter is the io.Writer of [Progress.Writer].
 type ProgressWriter struct{ p *Progress }
 
+// IsTerminal reports true: the block redraws the last line in place, so the progress package
+// draws its bar here rather than periodic log lines.
+func (*ProgressWriter) IsTerminal() bool { return true }
+
 // Write shows the last non-empty line of b (lines end at '\r' or '\n'); it never fails.
 func (w *ProgressWriter) Write(b []byte) (int, error) {
 	lines := strings.FieldsFunc(string(b), func(r rune) bool { return r == '\r' || r == '\n' })

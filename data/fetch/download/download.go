@@ -20,7 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/schollz/progressbar/v3"
+	"github.com/fgn-paper/fgn/internal/progress"
 )
 
 // File is a file to fetch and how to verify it. At least one checksum should be set; a file
@@ -163,11 +163,9 @@ func fetch(ctx context.Context, url, part string, opt Options) error {
 	}
 	var w io.Writer = out
 	if opt.Progress != nil {
-		bar := progressbar.NewOptions64(total, progressbar.OptionSetWriter(opt.Progress),
-			progressbar.OptionSetDescription(filepath.Base(strings.TrimSuffix(part, ".part"))),
-			progressbar.OptionShowBytes(true), progressbar.OptionShowTotalBytes(true), progressbar.OptionSetPredictTime(true),
-			progressbar.OptionFullWidth(), progressbar.OptionOnCompletion(func() { fmt.Fprintln(opt.Progress) }))
-		_ = bar.Set64(have)
+		bar := progress.New(opt.Progress, total, progress.Options{Description: filepath.Base(strings.TrimSuffix(part, ".part")),
+			Bytes: true, ETA: true})
+		bar.Set(have)
 		w = io.MultiWriter(out, bar)
 	}
 	n, copyErr := io.Copy(w, resp.Body)

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fgn-paper/fgn/experiments/train"
+	"github.com/fgn-paper/fgn/features"
+	"github.com/fgn-paper/fgn/internal/cli"
+)
+
+// TestCLIConventions runs command lines as main does and checks the exit status and where the
+// messages go: help on stdout with status 0, usage and configuration errors once on stderr with
+// status 2 and nothing on stdout (no work started).
+func TestCLIConventions(t *testing.T) {
+	dir := t.TempDir()
+	// Training labels in [0, 3); held-out labels with a 9 among them.
+	trainSet, err := train.GaussianMixture(1, 0, 30, 3, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evalSet, err := train.GaussianMixture(1, 1, 12, 3, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evalSet.Y[4] = 9
+	tx, ty := filepath.Join(dir, "tx.npy"), filepath.Join(dir, "ty.npy")
+	ex, ey := filepath.Join(dir, "ex.npy"), filepath.Join(dir, "ey.npy")
+	if err := trainSet.Save(tx, ty); err != nil {
+		t.Fatal(err)
+	}
+	if err := evalSet.Save(ex, ey); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(dir, "cache")
+	for split, s := range map[string]*features.Set{"train": trainSet, "test": trainSet} {
+		x, y := features.CachePaths(cache, split)
+		if err := s.Save(x, y); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "out")
+	files := []string{"--train-features", tx, "--train-labels", ty, "--out", out}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		env    string // GOMLX_BACKEND
+		code   int
+		stdout string // contained in stdout ("" : stdout must be empty)
+		stderr string // contained exactly once in stderr ("" : stderr must be empty)
+	}{
+		{"no arguments", nil, "", 2, "", "usage: fgn <subcommand>"},
+		{"help", []string{"--help"}, "", 0, "usage: fgn <subcommand>", ""},
+		{"-h", []string{"-h"}, "", 0, "usage: fgn <subcommand>", ""},
+		{"unknown subcommand", []string{"nope"}, "", 2, "", `fgn: unknown subcommand "nope"`},
+		{"train --help", []string{"train", "--help"}, "", 0, "-lambda number\n    \tdamping λ for SGN/FGN; a number > 0 (default 1)", ""},
+		{"train -h", []string{"train", "-h"}, "", 0, "usage: fgn train", ""},
+		{"train alpha default", []string{"train", "--help"}, "", 0, "(default 0.0003 for adam, 0.1 for sgn and fgn)", ""},
+		{"figure --help", []string{"figure", "--help"}, "", 0, "mechanism   Figure 1", ""},
+		{"figure mechanism --help", []string{"figure", "mechanism", "--help"}, "", 0, "-panels string", ""},
+		{"headopt --help", []string{"headopt", "--help"}, "", 0, "usage: fgn headopt", ""},
+		{"headopt select --help", []string{"headopt", "select", "--help"}, "", 0, "-val-fraction", ""},
+		{"reproduce --help", []string{"reproduce", "--help"}, "", 0, `"fgn reproduce --out figures" refreshes`, ""},
+		{"verify --help", []string{"verify", "--help"}, "", 0, "never into the\ncommitted figures/", ""},
+		{"version --help", []string{"version", "--help"}, "", 0, "usage: fgn version", ""},
+		{"unknown flag", []string{"train", "--bogus"}, "", 2, "", "flag provided but not defined: -bogus"},
+		{"lambda 0", []string{"train", "--lambda", "0"}, "", 2, "", `train: invalid value "0" for flag -lambda: want a finite value > 0`},
+		{"alpha 0", []string{"train", "--alpha", "0"}, "", 2, "", `invalid value "0" for flag -alpha: want a finite value > 0`},
+		{"cg-iters 0", []string{"train", "--cg-iters", "0"}, "", 2, "", `invalid value "0" for flag -cg-iters: want an integer ≥ 1`},
+		{"cg-tol negative", []string{"train", "--cg-tol", "-1e-5"}, "", 2, "", `invalid value "-1e-5" for flag -cg-tol`},
+		{"lambda NaN", []string{"train", "--lambda", "NaN"}, "", 2, "", "want a finite value"},
+		{"duplicate method", []string{"train", "--method", "fgn,fgn"}, "", 2, "", "--method: fgn is listed twice"},
+		{"data and files", append([]string{"train", "--data", cache}, files...), "", 2, "", "--data and --train-features"},
+		{"stray argument", []string{"reproduce", "quick"}, "", 2, "", `reproduce: unexpected argument "quick"`},
+		{"reproduce profile", []string{"reproduce", "--profile", "huge", "--out", out}, "", 2, "", `unknown profile "huge"`},
+		{"figure without a name", []string{"figure"}, "", 2, "", "name the figure"},
+		{"bad backend variable", []string{"train", "--out", out}, "bogus", 2, "", `fgn: GOMLX_BACKEND="bogus": unknown backend "bogus"`},
+		{"bad backend flag", []string{"train", "--backend", "bogus", "--out", out}, "", 2, "", `fgn: --backend bogus: unknown backend "bogus"`},
+		{"verify with a bad backend", []string{"verify", "--artifact", "../../artifact.yaml", "--profile", "smoke", "--out", out}, "bogus", 2, "", `GOMLX_BACKEND="bogus"`},
+		{"verify profile", []string{"verify", "--artifact", "../../artifact.yaml", "--profile", "huge", "--out", out}, "", 2, "", "--profile huge: the manifest has profiles"},
+		{"version with a bad backend", []string{"version"}, "bogus", 2, "", `GOMLX_BACKEND="bogus"`},
+		{"eval label outside the training classes", append([]string{"train", "--eval-features", ex, "--eval-labels", ey}, files...), "", 1, "",
+			"train: evaluation split: label 9 of example 4 is outside [0, 3)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("GOMLX_BACKEND", tc.env)
+			var stdout, stderr bytes.Buffer
+			code := cli.Exit(run(tc.args, &stdout, &stderr), &stderr, "fgn")
+			if code != tc.code {
+				t.Errorf("exit status %d, want %d (stderr %q)", code, tc.code, stderr.String())
+			}
+			if tc.stdout == "" && stdout.Len() > 0 {
+				t.Errorf("stdout %q, want nothing", stdout.String())
+			}
+			if tc.stdout != "" && !strings.Contains(stdout.String(), tc.stdout) {
+				t.Errorf("stdout lacks %q:\n%s", tc.stdout, stdout.String())
+			}
+			if tc.stderr == "" && stderr.Len() > 0 {
+				t.Errorf("stderr %q, want nothing", stderr.String())
+			}
+			if n := strings.Count(stderr.String(), tc.stderr); tc.stderr != "" && n != 1 {
+				t.Errorf("stderr has %q %d times, want once:\n%s", tc.stderr, n, stderr.String())
+			}
+			if strings.Contains(tc.name, "backend flag") && strings.Contains(stderr.String(), "GOMLX_BACKEND") {
+				t.Errorf("--backend's error blames GOMLX_BACKEND: %q", stderr.String())
+			}
+		})
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("failed command lines created %s (stat: %v)", out, err)
+	}
+}
+
+// TestTrainPrintsClasses checks that the class count and where it came from are printed.
+func TestTrainPrintsClasses(t *testing.T) {
+	dir := t.TempDir()
+	s, err := train.GaussianMixture(1, 0, 40, 2, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, y := filepath.Join(dir, "x.npy"), filepath.Join(dir, "y.npy")
+	if err := s.Save(x, y); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "C=32 classes (the synthetic mixture's default)"},
+		{[]string{"--classes", "4"}, "C=4 classes (--classes)"},
+		{[]string{"--train-features", x, "--train-labels", y, "--holdout", "0.25"}, "C=3 classes (1 + the largest training label)"},
+		{[]string{"--train-features", x, "--train-labels", y, "--holdout", "0.25", "--classes", "5"}, "C=5 classes (--classes)"},
+	} {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"train", "--examples", "64", "--dim", "2", "--batch", "8", "--epochs", "1",
+			"--method", "adam", "--out", t.TempDir(), "--quiet"}, tc.args...)
+		if err := run(args, &stdout, &stderr); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(stdout.String(), tc.want) {
+			t.Errorf("train %q output lacks %q:\n%s", tc.args, tc.want, stdout.String())
+		}
+	}
+}
+
+// TestCodeIdentityGoRunGoBuild checks that "go run" and a "go build" binary of the same source
+// report the same code identity, the one fgn reproduce's stamps record: neither rebuilds what
+// the other made.
+func TestCodeIdentityGoRunGoBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the fgn command twice")
+	}
+	code := func(argv ...string) string {
+		t.Helper()
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), "GOMLX_BACKEND=")
+		b, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%q: %v", argv, err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "code: ") {
+				return line
+			}
+		}
+		t.Fatalf("%q printed no code line:\n%s", argv, b)
+		return ""
+	}
+	exe := filepath.Join(t.TempDir(), "fgn")
+	if b, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	built, ran := code(exe, "version"), code("go", "run", ".", "version")
+	if built != ran || !strings.Contains(built, "source sha256:") {
+		t.Errorf("code identity: go build %q, go run %q; want the same source hash", built, ran)
+	}
+}

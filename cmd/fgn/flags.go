@@ -1,0 +1,171 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/gomlx/compute"
+
+	"github.com/fgn-paper/fgn/experiments/train"
+	"github.com/fgn-paper/fgn/fgn/backend"
+	"github.com/fgn-paper/fgn/internal/cli"
+)
+
+// Flag values that check their range when they are set, so that an invalid value is a usage
+// error naming the flag ("invalid value "0" for flag -lambda: want a finite value > 0"), and
+// whose --help default is the value actually used.
+
+// floatValue is a float64 flag that must be finite and > 0.
+type floatValue struct{ p *float64 }
+
+func (v floatValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v.p, 'g', -1, 64)
+}
+
+func (v floatValue) Set(s string) error {
+	f, err := strconv.ParseFloat(s, 64)
+	switch {
+	case err != nil:
+		return fmt.Errorf("not a number")
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		return fmt.Errorf("want a finite value")
+	case f <= 0:
+		return fmt.Errorf("want a finite value > 0")
+	}
+	*v.p = f
+	return nil
+}
+
+// positiveFloat defines a float flag that must be finite and > 0.
+func (c *command) positiveFloat(name string, value float64, usage string) *float64 {
+	p := &value
+	c.Var(floatValue{p: p}, name, usage+"; a `number` > 0")
+	return p
+}
+
+// intValue is an int flag with a lower bound.
+type intValue struct {
+	p   *int
+	min int
+}
+
+func (v intValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return strconv.Itoa(*v.p)
+}
+
+func (v intValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("not an integer")
+	case n < v.min:
+		return fmt.Errorf("want an integer ≥ %d", v.min)
+	}
+	*v.p = n
+	return nil
+}
+
+// intAtLeast defines an int flag that must be ≥ min.
+func (c *command) intAtLeast(name string, value, min int, usage string) *int {
+	p := &value
+	c.Var(intValue{p: p, min: min}, name, fmt.Sprintf("%s; an `integer` ≥ %d", usage, min))
+	return p
+}
+
+// optional is a flag whose default depends on other settings: unset, --help shows the
+// description of its default; set, it holds a checked value.
+type optional[T any] struct {
+	value  T
+	given  bool
+	def    string
+	parse  func(string) (T, error)
+	format func(T) string
+}
+
+func (o *optional[T]) String() string {
+	switch {
+	case o == nil:
+		return ""
+	case !o.given:
+		return o.def
+	}
+	return o.format(o.value)
+}
+
+func (o *optional[T]) Set(s string) error {
+	v, err := o.parse(s)
+	if err != nil {
+		return err
+	}
+	o.value, o.given = v, true
+	return nil
+}
+
+// get returns the value and whether it was given.
+func (o *optional[T]) get() (T, bool) { return o.value, o.given }
+
+// optionalPositiveFloat defines a float flag (finite, > 0) whose default is described by def.
+func (c *command) optionalPositiveFloat(name, def, usage string) *optional[float64] {
+	var f float64
+	o := &optional[float64]{def: def, format: func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) },
+		parse: func(s string) (float64, error) { return f, floatValue{p: &f}.Set(s) }}
+	c.Var(o, name, usage+"; a `number` > 0")
+	return o
+}
+
+// optionalInt defines an int flag (≥ min) whose default is described by def.
+func (c *command) optionalInt(name, def string, min int, usage string) *optional[int] {
+	var n int
+	o := &optional[int]{def: def, format: strconv.Itoa,
+		parse: func(s string) (int, error) { return n, intValue{p: &n, min: min}.Set(s) }}
+	c.Var(o, name, fmt.Sprintf("%s; an `integer` ≥ %d", usage, min))
+	return o
+}
+
+// backendFlag defines --backend.
+func (c *command) backendFlag() *string {
+	return c.String("backend", "", "backend, as GOMLX_BACKEND: go, xla:cpu, xla:cuda or xla:/abs/path/plugin.so (default: $GOMLX_BACKEND, else go)")
+}
+
+// newBackend returns the backend named by --backend, or by GOMLX_BACKEND when the flag is
+// empty; an unusable one is a configError that names where the setting came from.
+func newBackend(flagValue string) (compute.Backend, error) {
+	if flagValue != "" {
+		be, err := backend.NewWithConfig(flagValue)
+		if err != nil {
+			return nil, cli.ConfigError{Err: fmt.Errorf("--backend %s: %w", flagValue, err)}
+		}
+		return be, nil
+	}
+	be, err := backend.New()
+	if err != nil {
+		return nil, cli.ConfigError{Err: err}
+	}
+	return be, nil
+}
+
+// parseMethods parses a comma-separated list of methods, each at most once.
+func parseMethods(list string) ([]train.Method, error) {
+	var ms []train.Method
+	for _, name := range strings.Split(list, ",") {
+		m, err := train.ParseMethod(strings.TrimSpace(name))
+		if err != nil {
+			return nil, cli.Usagef("--method: %v", err)
+		}
+		for _, prev := range ms {
+			if prev == m {
+				return nil, cli.Usagef("--method: %s is listed twice", m)
+			}
+		}
+		ms = append(ms, m)
+	}
+	return ms, nil
+}

@@ -1,0 +1,71 @@
+package digits
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"testing"
+)
+
+// TestLoad checks the embedded file against the checksum in README.md and the loaded set's
+// shape, value ranges and class balance.
+func TestLoad(t *testing.T) {
+	const wantSHA = "46abec6b12486ad9e51943373abcf22bbea1b5a51a1619b361570d8893f1464a"
+	sum := sha256.Sum256(digitsCSV)
+	if got := hex.EncodeToString(sum[:]); got != wantSHA {
+		t.Fatalf("digits.csv.gz has SHA-256 %s, want %s (README.md)", got, wantSHA)
+	}
+	s, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate("digits", Classes); err != nil {
+		t.Fatal(err)
+	}
+	if s.N != Examples || s.D != Pixels || s.Classes() != Classes {
+		t.Fatalf("got %d examples × %d pixels, %d classes; want %d × %d, %d", s.N, s.D, s.Classes(),
+			Examples, Pixels, Classes)
+	}
+	counts := make([]int, Classes)
+	for _, y := range s.Y {
+		counts[y]++
+	}
+	for c, n := range counts { // the test part holds 174-183 examples of each digit
+		if n < 174 || n > 183 {
+			t.Errorf("digit %d: %d examples, want 174-183", c, n)
+		}
+	}
+	if first := s.Example(0); first[2] != 5 || first[3] != 13 || s.Y[0] != 0 {
+		t.Errorf("first image starts %v with label %d, want pixels 2-3 = 5, 13 and label 0", first[:4], s.Y[0])
+	}
+}
+
+// TestParseRejects checks that malformed rows are rejected with an error naming the problem.
+func TestParseRejects(t *testing.T) {
+	row := func(pixel, label string) string {
+		fields := make([]string, Pixels+1)
+		for k := range fields {
+			fields[k] = "0"
+		}
+		fields[5], fields[Pixels] = pixel, label
+		return strings.Join(fields, ",") + "\n"
+	}
+	for _, tc := range []struct{ name, csv, want string }{
+		{"pixel out of range", row("17", "3"), "pixel 5 is 17, outside [0, 16]"},
+		{"label out of range", row("1", "10"), "label 10 is outside [0, 10)"},
+		{"not a number", row("x", "1"), "row 1, column 6"},
+		{"short row", "1,2,3\n", "wrong number of fields"},
+		{"too few examples", row("1", "1"), "1 examples, want 1797"},
+	} {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Write([]byte(tc.csv))
+		zw.Close()
+		_, err := parse(buf.Bytes())
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package fgn
 
 import (
+	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/support/exceptions"
 )
@@ -117,7 +118,18 @@ func (a *AffineHead) Params() Vec   { return Vec{a.W, a.Bias} }
 func (a *AffineHead) whileSafe()    {}
 
 func (a *AffineHead) VJP(m *Node) Vec {
-	return Vec{MatMul(a.HT, m), ReduceSum(m, 0)}
+	return Vec{MatMul(a.HT, m), sumFirstAxis(m)}
+}
+
+// sumFirstAxis returns Σ_i x_ij of a matrix x (n×m) and sumLastAxis Σ_j x_ij, each as a product
+// with a vector of ones: the pure-Go backend runs reductions as generic element loops but
+// products on its vectorised matrix kernels, and other backends treat both forms alike.
+func sumFirstAxis(x *Node) *Node {
+	return Reshape(MatMul(Ones(x.Graph(), shapes.Make(x.DType(), 1, x.Shape().Dim(0))), x), x.Shape().Dim(1))
+}
+
+func sumLastAxis(x *Node) *Node {
+	return Reshape(MatMul(x, Ones(x.Graph(), shapes.Make(x.DType(), x.Shape().Dim(1), 1))), x.Shape().Dim(0))
 }
 
 func (a *AffineHead) JVP(v Vec) *Node {

@@ -70,13 +70,14 @@ func NewMargin(logits, labels *Node) *Margin {
 	// every b×C node is a pass over memory.
 	isTrue := Equal(ExpandAxes(labels, -1), Iota(g, shapes.Make(labels.DType(), 1, numClasses), 1))
 	oneHot := ConvertDType(isTrue, dtype)
-	zStar := ReduceSum(Mul(logits, oneHot), -1)
+	rows := Iota(g, shapes.Make(labels.DType(), b), 0)
+	zStar := Gather(logits, Stack([]*Node{rows, labels}, -1)) // z_★ = z[i, y_i]
 	// Competitor logits with the true class masked out by -∞; C ≥ 2 guarantees at least one
 	// finite competitor, so the shift m is finite.
 	competitors := Where(isTrue, Scalar(g, dtype, math.Inf(-1)), logits)
 	m := StopGradient(ReduceMax(competitors, -1))
 	shifted := Exp(Sub(competitors, ExpandAxes(m, -1))) // 0 at the true class
-	sumShifted := ReduceSum(shifted, -1)
+	sumShifted := sumLastAxis(shifted)
 	zDagger := Add(m, Log(sumShifted))
 	s := Sub(zDagger, zStar)
 

@@ -22,7 +22,7 @@ func (j MarginJacobian) VJP(a *Node) Vec {
 
 // JVP returns J β ∈ R^b for β in parameter space.
 func (j MarginJacobian) JVP(beta Vec) *Node {
-	return ReduceSum(Mul(j.Lin.JVP(beta), j.GradS), -1)
+	return sumLastAxis(Mul(j.Lin.JVP(beta), j.GradS))
 }
 
 // FGNRowOperator returns the whitened row-space operator of eq. (4.8),
@@ -91,7 +91,7 @@ func GGNOperator(lin Linearization, probs, lambda *Node) func(v Vec) Vec {
 	return func(v Vec) Vec {
 		m := lin.JVP(v)
 		pm := Mul(probs, m)
-		cov := MulScalar(Sub(pm, Mul(probs, ExpandAxes(ReduceSum(pm, -1), -1))), invB)
+		cov := MulScalar(Sub(pm, Mul(probs, ExpandAxes(sumLastAxis(pm), -1))), invB)
 		return vecAxpy(lin.VJP(cov), lambda, v)
 	}
 }

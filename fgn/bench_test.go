@@ -85,7 +85,11 @@ func benchmarkStep(b *testing.B, method string, batch, dim, numClasses int) {
 	case "SGN":
 		opt = SGN().LearningRate(benchStepSize).Done()
 	default:
-		opt = FGN().LearningRate(benchStepSize).MatrixFree(method != "FGN").Done()
+		rowOperator := ClosedFormGram
+		if method != "FGN" {
+			rowOperator = MatrixFree
+		}
+		opt = FGN().LearningRate(benchStepSize).RowOperator(rowOperator).Done()
 	}
 	exec := model.MustNewExec(testBackend, store, func(scope *model.Scope, h, labels, gram, ht *Node) *Node {
 		g := h.Graph()

@@ -1,83 +1,12 @@
 package fgn
 
 import (
-	"fmt"
-	"math"
 	"strconv"
 
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/support/exceptions"
 )
-
-// StoppingRule selects the residual that FGN's row-space CG tests against its tolerance.
-type StoppingRule int
-
-const (
-	// StopParameterResidual stops FGN's CG once the parameter-space residual of the direction it
-	// back-projects is small relative to the gradient:
-	//
-	//	‖(H_FGN + λI) d + g‖ ≤ Tol·‖g‖.
-	//
-	// This is what the step needs, whatever the scale of the row system. FGNDirection states the
-	// identity by which it is evaluated in row space. It is the default.
-	StopParameterResidual StoppingRule = iota
-	// StopWhitenedRowResidual is the rule of the paper's Algorithm 1: stop once the whitened row
-	// residual e = r̃ − (K + bλI)u satisfies ‖e‖ ≤ Tol·‖r̃‖. On a batch holding confidently
-	// misclassified examples (large margin s, tiny q, r̃_i = √(p_†/p_★) ≈ e^{s/2}) it is met after
-	// one iteration whatever the tolerance, far from the solution; it is kept to reproduce the
-	// paper's runs.
-	StopWhitenedRowResidual
-)
-
-// String returns the rule's name as used in flags and CSV files: "parameter" or "whitened-row".
-func (r StoppingRule) String() string {
-	switch r {
-	case StopParameterResidual:
-		return "parameter"
-	case StopWhitenedRowResidual:
-		return "whitened-row"
-	}
-	return "StoppingRule(" + strconv.Itoa(int(r)) + ")"
-}
-
-// ParseStoppingRule is the inverse of StoppingRule.String.
-func ParseStoppingRule(s string) (StoppingRule, error) {
-	for _, r := range []StoppingRule{StopParameterResidual, StopWhitenedRowResidual} {
-		if r.String() == s {
-			return r, nil
-		}
-	}
-	return 0, fmt.Errorf("fgn: unknown CG stopping rule %q (want %q or %q)", s,
-		StopParameterResidual, StopWhitenedRowResidual)
-}
-
-// CGSettings configures conjugate gradients.
-type CGSettings struct {
-	// MaxIter caps the number of iterations (the paper's N_CG; default 5).
-	MaxIter int
-	// Tol is the relative residual tolerance (default 1e-5); Rule says which residual.
-	Tol float64
-	// Rule is FGN's stopping rule (default StopParameterResidual). SGN's CG runs in parameter
-	// space, where both rules are the same test ‖(H_GGN + λI) d + g‖ ≤ Tol·‖g‖.
-	Rule StoppingRule
-}
-
-// DefaultCGSettings are the paper's settings: at most 5 iterations, relative tolerance 1e-5,
-// with the parameter-space stopping rule.
-var DefaultCGSettings = CGSettings{MaxIter: 5, Tol: 1e-5}
-
-func (s CGSettings) check() error {
-	switch {
-	case s.MaxIter < 1:
-		return fmt.Errorf("fgn: CG iteration cap must be ≥ 1, got %d", s.MaxIter)
-	case !(s.Tol >= 0) || math.IsInf(s.Tol, 1):
-		return fmt.Errorf("fgn: CG tolerance must be finite and ≥ 0, got %g", s.Tol)
-	case s.Rule != StopParameterResidual && s.Rule != StopWhitenedRowResidual:
-		return fmt.Errorf("fgn: unknown CG stopping rule %d", int(s.Rule))
-	}
-	return nil
-}
 
 // CGResult is the outcome of an in-graph CG solve.
 type CGResult struct {
@@ -140,7 +69,7 @@ func (sys cgSystem) apply(v Vec) (cv, av Vec) {
 // MaxIter + 1 operator products at most, and the residual reported is always that of the
 // returned iterate.
 func solveCG(sys cgSystem, s CGSettings, inLoop bool) CGResult {
-	if err := s.check(); err != nil {
+	if err := s.Validate(); err != nil {
 		exceptions.Panicf("%v", err)
 	}
 	rhs := sys.rhs
@@ -159,14 +88,14 @@ func solveCG(sys cgSystem, s CGSettings, inLoop bool) CGResult {
 	if !sys.curvatureNorm {
 		ref = vecDot(rhs, rhs)
 	}
-	threshold := Mul(Scalar(g, dtype, s.Tol*s.Tol), ref)
+	threshold := Mul(Scalar(g, dtype, s.Tolerance*s.Tolerance), ref)
 	rr := vecDot(r, r)
 	zero := ScalarZero(g, dtype)
 	state := cgState{k: Const(g, int32(0)), x: x, r: r, p: r, rr: rr, beta: zero, res2: rr, stop: Const(g, int32(0))}
 	if sys.curvatureNorm {
 		state.cp = vecZerosLike(rhs)
 	}
-	maxIter := Const(g, int32(s.MaxIter))
+	maxIter := Const(g, int32(s.MaxIterations))
 
 	body := func(st cgState) cgState { return cgIteration(sys, st, maxIter, threshold) }
 	if inLoop {
@@ -176,7 +105,7 @@ func solveCG(sys cgSystem, s CGSettings, inLoop bool) CGResult {
 		}
 		state = whileLoop(state, cond, body)
 	} else {
-		passes := s.MaxIter
+		passes := s.MaxIterations
 		if sys.curvatureNorm {
 			passes++
 		}

@@ -27,7 +27,7 @@ func BenchmarkCGLoop(b *testing.B) {
 			rhs[i] = float32(rng.NormFloat64())
 		}
 		h, r := tensors.FromFlatDataAndDimensions(feat, n, 64), tensors.FromFlatDataAndDimensions(rhs, n)
-		settings := CGSettings{MaxIter: 5, Tol: 0} // always 5 iterations: compare loop overheads only
+		settings := CGSettings{MaxIterations: 5, Tolerance: 0} // always 5 iterations: compare loop overheads only
 		gram := func(h *Node) *Node { return MatMul(h, Transpose(h, 0, 1)) }
 		for _, variant := range []string{"While", "Unrolled", "Host"} {
 			b.Run(fmt.Sprintf("b=%d/%s", n, variant), func(b *testing.B) {
@@ -62,7 +62,7 @@ func benchmarkHostCG(b *testing.B, h, r *tensors.Tensor, gram func(*Node) *Node,
 	iterExec := MustNewExec(testBackend, func(in []*Node) []*Node {
 		k, g := in[0], in[0].Graph()
 		sys := cgSystem{curvature: func(v Vec) Vec { return Vec{rowOp(k, v[0])} }}
-		maxIter, threshold := Const(g, int32(s.MaxIter)), ScalarZero(g, k.DType())
+		maxIter, threshold := Const(g, int32(s.MaxIterations)), ScalarZero(g, k.DType())
 		return cgIteration(sys, shape.unflatten(in[1:]), maxIter, threshold).flatten()
 	})
 	initExec := MustNewExec(testBackend, func(rhs *Node) []*Node {
@@ -73,7 +73,7 @@ func benchmarkHostCG(b *testing.B, h, r *tensors.Tensor, gram func(*Node) *Node,
 	solve := func() {
 		k := gramExec.MustCall(h)[0]
 		st := initExec.MustCall(r)
-		for range s.MaxIter {
+		for range s.MaxIterations {
 			next := iterExec.MustCall(append([]any{k}, tensorsAsAny(st)...)...)
 			_ = next[1].Value() // the host reads ‖r‖² to decide whether to continue
 			for _, t := range st {

@@ -14,7 +14,8 @@
 //     like its Adam: FGN().LearningRate(α).Damping(λ).Done() trains wherever
 //     optimizer.Adam().Done() does, train.Trainer included, with Loss as the trainer's loss (it
 //     records the logits and labels the curvature needs). State lives in variables, so
-//     checkpoints restore it.
+//     checkpoints restore it. Damping is a DampingPolicy: ConstantDamping (the paper's) or
+//     LevenbergMarquardt, which adapts λ by the gain ratio ρ of each step.
 //   - Host-level entry point with input validation: AffineDirection.
 //
 // # Linearisation and JVPs

@@ -83,8 +83,13 @@ func cast(x any, dtype dtypes.DType) any {
 func affineLin(in []*Node) Linearization { return NewAffineHead(in[0], in[2], in[3]) }
 
 func mlpLin(in []*Node) Linearization {
-	hidden := Tanh(Add(MatMul(in[0], in[2]), ExpandAxes(in[3], 0)))
-	return Linearize(Add(MatMul(hidden, in[4]), ExpandAxes(in[5], 0)), Vec(in[2:6]))
+	return Linearize(mlpLogits(in[0], Vec(in[2:6])), Vec(in[2:6]))
+}
+
+// mlpLogits is the MLP's model function: tanh(h W1 + b1) W2 + b2 for w = (W1, b1, W2, b2).
+func mlpLogits(h *Node, w Vec) *Node {
+	hidden := Tanh(Add(MatMul(h, w[0]), ExpandAxes(w[1], 0)))
+	return Add(MatMul(hidden, w[2]), ExpandAxes(w[3], 0))
 }
 
 // run compiles and runs fn on the test backend and returns its outputs as flat float64 slices.

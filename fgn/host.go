@@ -59,7 +59,7 @@ type AffineResult struct {
 //
 // It compiles a graph per call: it is meant for one-off use, diagnostics and notebooks. Training
 // loops build FGNAffineDirection and friends into their own compiled step.
-func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias *tensors.Tensor, cfg Config) (*AffineResult, error) {
+func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias *tensors.Tensor, cfg Settings) (*AffineResult, error) {
 	if err := validateAffine(h, labels, w, bias, cfg); err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias 
 	return result, nil
 }
 
-func validateAffine(h, labels, w, bias *tensors.Tensor, cfg Config) error {
+func validateAffine(h, labels, w, bias *tensors.Tensor, cfg Settings) error {
 	for _, in := range []struct {
 		name string
 		t    *tensors.Tensor
@@ -165,7 +165,7 @@ func validateAffine(h, labels, w, bias *tensors.Tensor, cfg Config) error {
 			return fmt.Errorf("fgn: %s has a NaN or Inf at flat index %d", in.name, idx)
 		}
 	}
-	return cfg.Validate()
+	return cfg.validateSolve()
 }
 
 // toInt64s widens a flat slice of any Go integer type.

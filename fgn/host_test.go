@@ -19,41 +19,41 @@ func TestAffineDirectionBadInput(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		mutate func(h, labels, w, bias **tensors.Tensor, cfg *Config)
+		mutate func(h, labels, w, bias **tensors.Tensor, cfg *Settings)
 		want   string
 	}{
-		{"label too large", func(h, l, w, b **tensors.Tensor, c *Config) { *l = tensors.FromValue([]int32{0, 3, 1}) }, "outside [0, 3)"},
-		{"negative label", func(h, l, w, b **tensors.Tensor, c *Config) { *l = tensors.FromValue([]int32{0, -1, 1}) }, "outside [0, 3)"},
-		{"float labels", func(h, l, w, b **tensors.Tensor, c *Config) { *l = tensors.FromValue([]float64{0, 1, 1}) }, "must be integers"},
-		{"one class", func(h, l, w, b **tensors.Tensor, c *Config) {
+		{"label too large", func(h, l, w, b **tensors.Tensor, c *Settings) { *l = tensors.FromValue([]int32{0, 3, 1}) }, "outside [0, 3)"},
+		{"negative label", func(h, l, w, b **tensors.Tensor, c *Settings) { *l = tensors.FromValue([]int32{0, -1, 1}) }, "outside [0, 3)"},
+		{"float labels", func(h, l, w, b **tensors.Tensor, c *Settings) { *l = tensors.FromValue([]float64{0, 1, 1}) }, "must be integers"},
+		{"one class", func(h, l, w, b **tensors.Tensor, c *Settings) {
 			*w = tensors.FromValue([][]float64{{0.1}, {0.2}})
 			*b = tensors.FromValue([]float64{0})
 			*l = tensors.FromValue([]int32{0, 0, 0})
 		}, "C=2"},
-		{"zero damping", func(h, l, w, b **tensors.Tensor, c *Config) { c.Lambda = 0 }, "damping"},
-		{"NaN damping", func(h, l, w, b **tensors.Tensor, c *Config) { c.Lambda = math.NaN() }, "damping"},
-		{"NaN feature", func(h, l, w, b **tensors.Tensor, c *Config) {
+		{"zero damping", func(h, l, w, b **tensors.Tensor, c *Settings) { c.Damping = 0 }, "damping"},
+		{"NaN damping", func(h, l, w, b **tensors.Tensor, c *Settings) { c.Damping = math.NaN() }, "damping"},
+		{"NaN feature", func(h, l, w, b **tensors.Tensor, c *Settings) {
 			*h = tensors.FromValue([][]float64{{1, 2}, {math.NaN(), 4}, {5, 6}})
 		}, "features has a NaN or Inf at flat index 2"},
-		{"Inf weight", func(h, l, w, b **tensors.Tensor, c *Config) {
+		{"Inf weight", func(h, l, w, b **tensors.Tensor, c *Settings) {
 			*w = tensors.FromValue([][]float64{{0.1, 0.2, math.Inf(1)}, {0.4, 0.5, 0.6}})
 		}, "W has a NaN or Inf"},
-		{"shape mismatch", func(h, l, w, b **tensors.Tensor, c *Config) {
+		{"shape mismatch", func(h, l, w, b **tensors.Tensor, c *Settings) {
 			*h = tensors.FromValue([][]float64{{1, 2, 3}, {3, 4, 5}, {5, 6, 7}})
 		}, "shape mismatch"},
-		{"label count", func(h, l, w, b **tensors.Tensor, c *Config) { *l = tensors.FromValue([]int32{0, 1}) }, "length b=3"},
-		{"mixed dtypes", func(h, l, w, b **tensors.Tensor, c *Config) { *b = tensors.FromValue([]float32{0, 0, 0}) }, "share one dtype"},
-		{"no CG iterations", func(h, l, w, b **tensors.Tensor, c *Config) { c.CG.MaxIter = 0 }, "iteration cap"},
-		{"NaN CG tolerance", func(h, l, w, b **tensors.Tensor, c *Config) { c.CG.Tol = math.NaN() }, "CG tolerance"},
-		{"uint8 label too large", func(h, l, w, b **tensors.Tensor, c *Config) { *l = tensors.FromValue([]uint8{0, 200, 1}) }, "label 200 of example 1 is outside [0, 3)"},
-		{"empty batch", func(h, l, w, b **tensors.Tensor, c *Config) {
+		{"label count", func(h, l, w, b **tensors.Tensor, c *Settings) { *l = tensors.FromValue([]int32{0, 1}) }, "length b=3"},
+		{"mixed dtypes", func(h, l, w, b **tensors.Tensor, c *Settings) { *b = tensors.FromValue([]float32{0, 0, 0}) }, "share one dtype"},
+		{"no CG iterations", func(h, l, w, b **tensors.Tensor, c *Settings) { c.CG.MaxIterations = 0 }, "iteration cap"},
+		{"NaN CG tolerance", func(h, l, w, b **tensors.Tensor, c *Settings) { c.CG.Tolerance = math.NaN() }, "CG tolerance"},
+		{"uint8 label too large", func(h, l, w, b **tensors.Tensor, c *Settings) { *l = tensors.FromValue([]uint8{0, 200, 1}) }, "label 200 of example 1 is outside [0, 3)"},
+		{"empty batch", func(h, l, w, b **tensors.Tensor, c *Settings) {
 			*h = tensors.FromFlatDataAndDimensions([]float64{}, 0, 2)
 			*l = tensors.FromFlatDataAndDimensions([]int32{}, 0)
 		}, "empty batch"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, labels, w, bias := good()
-			cfg := DefaultConfig
+			cfg := DefaultSettings()
 			tc.mutate(&h, &labels, &w, &bias, &cfg)
 			_, err := AffineDirection(testBackend, MethodFGNClosedForm, h, labels, w, bias, cfg)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -69,7 +69,7 @@ func TestAffineDirectionLabelTypes(t *testing.T) {
 	h := tensors.FromValue([][]float64{{1, 2}, {3, 4}, {5, 6}})
 	w := tensors.FromValue([][]float64{{0.1, 0.2, 0.3}, {0.4, 0.5, 0.6}})
 	bias := tensors.FromValue([]float64{0, 0, 0})
-	want, err := AffineDirection(testBackend, MethodFGNClosedForm, h, tensors.FromValue([]int32{0, 2, 1}), w, bias, DefaultConfig)
+	want, err := AffineDirection(testBackend, MethodFGNClosedForm, h, tensors.FromValue([]int32{0, 2, 1}), w, bias, DefaultSettings())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestAffineDirectionLabelTypes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := AffineDirection(testBackend, MethodFGNClosedForm, h, lt, w, bias, DefaultConfig)
+		got, err := AffineDirection(testBackend, MethodFGNClosedForm, h, lt, w, bias, DefaultSettings())
 		if err != nil {
 			t.Errorf("labels %T: %v", labels, err)
 			continue
@@ -99,7 +99,7 @@ func TestAffineDirectionMethods(t *testing.T) {
 		tensors.FromValue(in[2].([][]float32)), tensors.FromValue(in[3].([]float32))
 	results := map[Method]*AffineResult{}
 	for _, m := range []Method{MethodFGN, MethodFGNClosedForm, MethodSGN, MethodGradient} {
-		r, err := AffineDirection(testBackend, m, h, labels, w, bias, DefaultConfig)
+		r, err := AffineDirection(testBackend, m, h, labels, w, bias, DefaultSettings())
 		if err != nil {
 			t.Fatalf("%s: %v", m, err)
 		}

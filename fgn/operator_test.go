@@ -75,7 +75,7 @@ func TestRowRHS(t *testing.T) {
 			u := out[1]
 			ku := make([]float64, b)
 			for i := range b {
-				ku[i] = float64(b) * exactCG.Lambda * u[i]
+				ku[i] = float64(b) * exactCG.Damping * u[i]
 				for j := range b {
 					var jj float64
 					for k := range d {

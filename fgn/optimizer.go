@@ -2,7 +2,6 @@ package fgn
 
 import (
 	"fmt"
-	"math"
 	"path"
 	"slices"
 	"strings"
@@ -49,70 +48,72 @@ type Optimizer interface {
 
 var _ optimizer.Interface = (*gnOptimizer)(nil)
 
-// Paper defaults (sec. 5, app. F.2), shared by FGN and SGN.
-const (
-	DefaultLearningRate    = 0.1  // step size α
-	DefaultDamping         = 1.0  // constant damping λ
-	DefaultCGMaxIterations = 5    // CG iteration cap
-	DefaultCGTolerance     = 1e-5 // CG relative residual tolerance
-)
-
-// GNConfig configures an FGN or SGN optimizer. Create it with FGN or SGN, chain the setters, and
-// finish with Done.
+// GNConfig configures an FGN or SGN optimizer. Create it with FGN or SGN, chain the setters (or
+// set everything at once with WithSettings), and finish with Done.
 type GNConfig struct {
-	fgn        bool
-	alpha      float64
-	cfg        Config
-	warmStart  bool
-	matrixFree bool
-	scopeName  string
+	fgn       bool
+	s         Settings
+	damping   DampingPolicy
+	scopeName string
 }
 
-// FGN returns the configuration of the FGN optimizer with the paper's defaults: α = 0.1, λ = 1,
-// at most 5 CG iterations, tolerance 1e-5, no warm start. Its warm-start state lives under the
-// store scope "/FGNOptimizer".
+// FGN returns the configuration of the FGN optimizer with the paper's settings (DefaultSettings:
+// α = 0.1, λ = 1, at most 5 CG iterations, tolerance 1e-5, the closed-form Gram on an affine
+// head, no warm start). Its state lives under the store scope "/FGNOptimizer".
 func FGN() *GNConfig {
-	return &GNConfig{fgn: true, alpha: DefaultLearningRate, cfg: DefaultConfig, scopeName: "FGNOptimizer"}
+	return &GNConfig{fgn: true, s: DefaultSettings(), damping: ConstantDamping{}, scopeName: "FGNOptimizer"}
 }
 
 // SGN returns the configuration of the SGN baseline optimizer (full softmax GGN, parameter-space
-// CG) with the paper's defaults: α = 0.1, λ = 1, at most 5 CG iterations, tolerance 1e-5, CG
-// warm-started from the previous direction. Its warm-start state lives under the store scope
-// "/SGNOptimizer".
+// CG) with the paper's settings: DefaultSettings with CG warm-started from the previous
+// direction. Its state lives under the store scope "/SGNOptimizer".
 func SGN() *GNConfig {
-	return &GNConfig{alpha: DefaultLearningRate, cfg: DefaultConfig, warmStart: true, scopeName: "SGNOptimizer"}
+	s := DefaultSettings()
+	s.WarmStart = true
+	return &GNConfig{s: s, damping: ConstantDamping{}, scopeName: "SGNOptimizer"}
 }
+
+// WithSettings replaces every setting at once.
+func (c *GNConfig) WithSettings(s Settings) *GNConfig { c.s = s; return c }
+
+// Settings returns the current settings.
+func (c *GNConfig) Settings() Settings { return c.s }
 
 // LearningRate sets the step size α > 0 (default 0.1). It is the initial value of GoMLX's
 // learning-rate variable (optimizer.LearningRateVar), which learning-rate schedules may change.
-func (c *GNConfig) LearningRate(alpha float64) *GNConfig { c.alpha = alpha; return c }
+func (c *GNConfig) LearningRate(alpha float64) *GNConfig { c.s.LearningRate = alpha; return c }
 
-// Damping sets the constant damping λ > 0 (default 1).
-func (c *GNConfig) Damping(lambda float64) *GNConfig { c.cfg.Lambda = lambda; return c }
+// Damping sets the damping λ > 0 (default 1): the constant λ, or an adaptive policy's initial λ.
+func (c *GNConfig) Damping(lambda float64) *GNConfig { c.s.Damping = lambda; return c }
+
+// DampingPolicy sets how λ evolves from step to step (default ConstantDamping, the paper's; see
+// LevenbergMarquardt). An adaptive policy keeps λ in the state variable "damping" under the
+// optimizer's scope.
+func (c *GNConfig) DampingPolicy(p DampingPolicy) *GNConfig { c.damping = p; return c }
 
 // CGMaxIterations sets the CG iteration cap (default 5).
-func (c *GNConfig) CGMaxIterations(n int) *GNConfig { c.cfg.CG.MaxIter = n; return c }
+func (c *GNConfig) CGMaxIterations(n int) *GNConfig { c.s.CG.MaxIterations = n; return c }
 
 // CGTolerance sets the CG relative residual tolerance (default 1e-5).
-func (c *GNConfig) CGTolerance(tol float64) *GNConfig { c.cfg.CG.Tol = tol; return c }
+func (c *GNConfig) CGTolerance(tol float64) *GNConfig { c.s.CG.Tolerance = tol; return c }
 
 // CGStoppingRule sets FGN's CG stopping rule (default StopParameterResidual; the paper's
 // Algorithm 1 is StopWhitenedRowResidual). SGN's parameter-space CG has one rule.
-func (c *GNConfig) CGStoppingRule(rule StoppingRule) *GNConfig { c.cfg.CG.Rule = rule; return c }
+func (c *GNConfig) CGStoppingRule(rule StoppingRule) *GNConfig { c.s.CG.StoppingRule = rule; return c }
 
 // WarmStart sets whether CG starts from the previous step's solution (SGN default: true, the
 // previous direction; FGN default: false — FGN's warm start is the previous row-space solution u,
 // meaningful only for a fixed batch size).
-func (c *GNConfig) WarmStart(on bool) *GNConfig { c.warmStart = on; return c }
+func (c *GNConfig) WarmStart(on bool) *GNConfig { c.s.WarmStart = on; return c }
 
-// MatrixFree sets whether FGN applies the row operator matrix-free, by one VJP and one JVP of the
-// margin map per CG iteration (eq. 4.8), also on an AffineHead. By default (false) FGN forms the
-// closed-form b×b row Gram of an AffineHead once per step (appendix F.2) and iterates on it;
-// other linearisations are always matrix-free. SGN ignores it.
-func (c *GNConfig) MatrixFree(on bool) *GNConfig { c.matrixFree = on; return c }
+// RowOperator sets how FGN applies its row operator on an AffineHead: ClosedFormGram (default)
+// forms the b×b Gram once per step (appendix F.2), MatrixFree applies it by one VJP and one JVP
+// of the margin map per CG iteration (eq. 4.8). Other linearisations are always matrix-free; SGN
+// ignores it.
+func (c *GNConfig) RowOperator(op RowOperator) *GNConfig { c.s.RowOperator = op; return c }
 
-// SaturationFloor sets the smallest curvature weight q that is whitened (see Config).
-func (c *GNConfig) SaturationFloor(q float64) *GNConfig { c.cfg.SaturationFloor = q; return c }
+// SaturationFloor sets the smallest curvature weight q that is whitened (see Settings).
+func (c *GNConfig) SaturationFloor(q float64) *GNConfig { c.s.SaturationFloor = q; return c }
 
 // Scope sets the store scope under which the optimizer keeps its state.
 func (c *GNConfig) Scope(name string) *GNConfig { c.scopeName = name; return c }
@@ -120,12 +121,15 @@ func (c *GNConfig) Scope(name string) *GNConfig { c.scopeName = name; return c }
 // Validate reports the first invalid setting.
 func (c *GNConfig) Validate() error {
 	switch {
-	case !(c.alpha > 0) || math.IsInf(c.alpha, 0):
-		return fmt.Errorf("fgn: learning rate α must be finite and > 0, got %g", c.alpha)
 	case c.scopeName == "":
 		return fmt.Errorf("fgn: empty optimizer scope name")
+	case c.damping == nil:
+		return fmt.Errorf("fgn: no damping policy (use ConstantDamping{} for a constant λ)")
 	}
-	return c.cfg.Validate()
+	if err := c.s.Validate(); err != nil {
+		return err
+	}
+	return c.damping.Validate(c.s.Damping)
 }
 
 // Done validates the configuration and returns the optimizer. It panics on an invalid
@@ -157,6 +161,11 @@ func (o *gnOptimizer) UpdateGraph(scope *model.Scope, g *Graph, loss *Node) {
 			"terms added to it); %s's curvature is that of fgn.Loss's cross-entropy alone", o.c.name())
 	}
 	lin := rec.lin
+	if lin == nil && o.c.damping.Adaptive() {
+		exceptions.Panicf("fgn: %s with %s damping needs the batch loss at the trial point w + αd, which autodiff of "+
+			"the recorded logits cannot evaluate: the model must record its linearisation with RecordLinearization, "+
+			"an AffineHead or LinearizeFunc(modelFn, params)", o.c.name(), o.c.damping)
+	}
 	if lin == nil {
 		_, params := trainableVariables(scope, g)
 		lin = Linearize(rec.logits, params)
@@ -167,15 +176,16 @@ func (o *gnOptimizer) UpdateGraph(scope *model.Scope, g *Graph, loss *Node) {
 }
 
 func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linearization, labels *Node) *Direction {
+	checkTrialLogits(lin, o.c.damping, o.c.name())
 	g := labels.Graph()
 	params := lin.Params()
 	vars := variablesOf(scope, g, params)
 	dtype := lin.Logits().DType()
-	alpha := optimizer.LearningRateVar(scope, dtype, o.c.alpha).NodeValue(g)
+	alpha := optimizer.LearningRateVar(scope, dtype, o.c.s.LearningRate).NodeValue(g)
 	_ = optimizer.IncrementGlobalStep(g, dtype)
 	var warm []*model.Variable
 	var x0 Vec
-	if o.c.warmStart {
+	if o.c.s.WarmStart {
 		var stateShapes []shapes.Shape
 		if o.c.fgn { // the row-space solution u, one entry per example
 			stateShapes = []shapes.Shape{shapes.Make(dtype, lin.Logits().Shape().Dim(0))}
@@ -186,22 +196,36 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 		}
 		warm, x0 = o.warmStartState(scope, g, vars, stateShapes)
 	}
+	cfg := o.c.s
+	var lambda *model.Variable
+	if o.c.damping.Adaptive() {
+		lambda = o.dampingState(scope, dtype)
+		cfg.lambdaState = lambda.NodeValue(g)
+	}
 	var dir *Direction
 	switch head, affine := lin.(*AffineHead); {
 	case !o.c.fgn:
-		dir = SGNDirection(lin, labels, x0, o.c.cfg)
-	case affine && !o.c.matrixFree:
-		dir = FGNAffineDirection(head, labels, first(x0), o.c.cfg)
+		dir = SGNDirection(lin, labels, x0, cfg)
+	case affine && o.c.s.RowOperator == ClosedFormGram:
+		dir = FGNAffineDirection(head, labels, first(x0), cfg)
 	default:
-		dir = FGNDirection(lin, labels, first(x0), o.c.cfg)
+		dir = FGNDirection(lin, labels, first(x0), cfg)
 	}
-	// A step whose loss, direction or CG residual is not finite changes nothing (Direction.Finite).
+	updated := make(Vec, len(params))
+	for k, p := range params {
+		updated[k] = Add(p, Mul(ConvertDType(alpha, p.DType()), dir.D[k]))
+	}
+	dir.Damping = o.stepDamping(lin, labels, dir, alpha, updated, cfg)
+	// A step not taken (not finite, or rejected by an adaptive damping policy) changes nothing
+	// but an adaptive policy's λ.
 	for k, v := range warm {
-		v.SetNodeValue(keepUnless(dir.Finite, StopGradient(dir.Solution[k]), x0[k]))
+		v.SetNodeValue(keepUnless(dir.Damping.Accepted, StopGradient(dir.Solution[k]), x0[k]))
 	}
 	for k, v := range vars {
-		updated := Add(params[k], Mul(ConvertDType(alpha, params[k].DType()), dir.D[k]))
-		v.SetNodeValue(keepUnless(dir.Finite, updated, params[k]))
+		v.SetNodeValue(keepUnless(dir.Damping.Accepted, updated[k], params[k]))
+	}
+	if lambda != nil {
+		lambda.SetNodeValue(dir.Damping.NextLambda)
 	}
 	return dir
 }

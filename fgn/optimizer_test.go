@@ -22,6 +22,9 @@ type optModel struct {
 	mlp   bool
 	// generic forces the generic closures for the affine head.
 	generic bool
+	// modelFunc linearises the MLP with LinearizeFunc (which evaluates trial logits), recorded for
+	// the Trainer like the affine head.
+	modelFunc bool
 }
 
 func newOptModel(p *problem, mlp, generic bool) *optModel {
@@ -51,7 +54,10 @@ func (m *optModel) lin(h *Node) Linearization {
 	for k, variable := range m.vars {
 		v[k] = variable.NodeValue(g)
 	}
-	if m.mlp {
+	switch {
+	case m.mlp && m.modelFunc:
+		return LinearizeFunc(func(w Vec) *Node { return mlpLogits(h, w) }, v)
+	case m.mlp:
 		return mlpLin(append([]*Node{h, nil}, v...))
 	}
 	head := NewAffineHead(h, v[0], v[1])
@@ -94,11 +100,11 @@ func (m *optModel) step(t *testing.T, opt Optimizer, p *problem, n int) float64 
 
 // logits is the model function the Trainer calls: the logits of the linearisation m.lin, with
 // the affine head recorded as a closed form unless m.generic (then the optimizer linearises the
-// logits by autodiff, as it does for the MLP).
+// logits by autodiff, as it does for the MLP unless m.modelFunc).
 func (m *optModel) logits(_ *model.Scope, h *Node) *Node {
 	lin := m.lin(h)
-	if head, ok := lin.(*AffineHead); ok {
-		RecordLinearization(head)
+	if _, ok := lin.(*AffineHead); ok || m.modelFunc {
+		RecordLinearization(lin)
 	}
 	return lin.Logits()
 }
@@ -134,7 +140,7 @@ func TestOptimizerStepMatchesDense(t *testing.T) {
 	}{
 		{"FGN affine closed form", FGN(), false, false},
 		{"FGN affine generic", FGN(), false, true},
-		{"FGN affine matrix-free", FGN().MatrixFree(true), false, false},
+		{"FGN affine matrix-free", FGN().RowOperator(MatrixFree), false, false},
 		{"FGN mlp", FGN(), true, false},
 		{"SGN mlp", SGN(), true, false},
 		{"SGN affine", SGN(), false, false},
@@ -204,7 +210,7 @@ func TestWarmStart(t *testing.T) {
 	check(t, "warm-start state = previous direction", relErr(flatState, step1), 1e-13)
 
 	// A one-iteration warm step is SGNDirection started from the state.
-	oneIt := Config{Lambda: DefaultDamping, CG: CGSettings{MaxIter: 1, Tol: DefaultCGTolerance}}
+	oneIt := Settings{Damping: DefaultDamping, CG: CGSettings{MaxIterations: 1, Tolerance: DefaultCGTolerance}}
 	inputs := append([]any{p.h, p.labels}, state()...)
 	for _, v := range warm.vars {
 		inputs = append(inputs, v.MustValue())
@@ -282,7 +288,7 @@ func TestNonFiniteStepChangesNothing(t *testing.T) {
 			bad  float64
 		}{
 			{"FGN closed-form Gram", FGN().WarmStart(true), math.NaN()},
-			{"FGN matrix-free", FGN().WarmStart(true).MatrixFree(true), math.Inf(1)},
+			{"FGN matrix-free", FGN().WarmStart(true).RowOperator(MatrixFree), math.Inf(1)},
 			{"SGN", SGN(), math.NaN()},
 		} {
 			t.Run(tc.name+"/"+dtype.String(), func(t *testing.T) {

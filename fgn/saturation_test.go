@@ -27,7 +27,7 @@ func TestSaturatedStep(t *testing.T) {
 		t.Fatalf("test problem is not saturated: margins %v", margins)
 	}
 	want := denseFGNStep(t, dn, 1)
-	cfg := Config{Lambda: 1, CG: CGSettings{MaxIter: 20, Tol: 0}}
+	cfg := Settings{Damping: 1, CG: CGSettings{MaxIterations: 20, Tolerance: 0}}
 	for _, tc := range []struct {
 		name string
 		fn   func(in []*Node) *Direction

@@ -9,7 +9,7 @@ import (
 )
 
 // exactCG makes CG run to convergence on a b-dimensional (or small d-dimensional) system.
-var exactCG = Config{Lambda: 0.7, CG: CGSettings{MaxIter: 40, Tol: 1e-14}}
+var exactCG = Settings{Damping: 0.7, CG: CGSettings{MaxIterations: 40, Tolerance: 1e-14}}
 
 // denseFGNStep returns the dense solution of (H_FGN + λI) d = −g.
 func denseFGNStep(t *testing.T, dn denseOut, lambda float64) []float64 {
@@ -48,10 +48,10 @@ func TestEquivalenceLemma(t *testing.T) {
 				dir := tc.fn(in)
 				return []*Node{flattenVec(dir.D), dir.Iterations, dir.Residual}
 			}, inputs...)
-			check(t, "row-space CG vs dense (H_FGN+λI)⁻¹(−g)", relErr(out[0], denseFGNStep(t, dn, exactCG.Lambda)), 1e-8)
-			if out[1][0] > float64(p.b)+1 || out[2][0] > exactCG.CG.Tol {
+			check(t, "row-space CG vs dense (H_FGN+λI)⁻¹(−g)", relErr(out[0], denseFGNStep(t, dn, exactCG.Damping)), 1e-8)
+			if out[1][0] > float64(p.b)+1 || out[2][0] > exactCG.CG.Tolerance {
 				t.Errorf("CG used %v iterations, residual %v: want ≤ b+1 iterations and residual ≤ %g",
-					out[1][0], out[2][0], exactCG.CG.Tol)
+					out[1][0], out[2][0], exactCG.CG.Tolerance)
 			}
 		})
 	}
@@ -196,8 +196,8 @@ func TestAffineClosedFormMatchesGeneric(t *testing.T) {
 		for i := range p.b {
 			cols[i] = ExpandAxes(op(Reshape(Slice(eye, AxisRange(), AxisElem(i)), p.b)), -1)
 		}
-		closed := FGNAffineDirection(head, in[1], nil, DefaultConfig)
-		gen := FGNDirection(generic, in[1], nil, DefaultConfig)
+		closed := FGNAffineDirection(head, in[1], nil, DefaultSettings())
+		gen := FGNDirection(generic, in[1], nil, DefaultSettings())
 		return []*Node{k, Concatenate(cols, 1), flattenVec(closed.D), flattenVec(gen.D), closed.Iterations, gen.Iterations}
 	}, p.affineInputs(dtypes.Float64)...)
 	check(t, "closed-form K vs Q^{1/2}JJᵀQ^{1/2} of the closures", relErr(out[0], out[1]), 1e-13)
@@ -216,7 +216,7 @@ func TestSGNDirection(t *testing.T) {
 	for k := range neg {
 		neg[k] = -dn.grad[k]
 	}
-	want := denseSolve(t, dn.ggn, dn.d, exactCG.Lambda, neg)
+	want := denseSolve(t, dn.ggn, dn.d, exactCG.Damping, neg)
 	for _, warm := range []bool{false, true} {
 		out := run(t, func(in []*Node) []*Node {
 			lin := mlpLin(in)

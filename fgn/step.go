@@ -1,60 +1,8 @@
 package fgn
 
 import (
-	"fmt"
-	"math"
-
-	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/support/exceptions"
 )
-
-// Config configures a damped Gauss-Newton direction, FGN or SGN.
-type Config struct {
-	// Lambda is the damping λ > 0 (paper default 1).
-	Lambda float64
-	// CG configures the inner solve (paper default: 5 iterations, tolerance 1e-5).
-	CG CGSettings
-	// SaturationFloor is the smallest curvature weight q_i = p_★p_† that is whitened; 0 selects
-	// the default, the square of the dtype's machine epsilon. See FGNDirection.
-	SaturationFloor float64
-}
-
-// DefaultConfig holds the paper's settings: λ = 1, at most 5 CG iterations, tolerance 1e-5.
-var DefaultConfig = Config{Lambda: 1, CG: DefaultCGSettings}
-
-// Validate reports the first invalid setting. The graph-building functions panic with its error;
-// host entry points return it.
-func (c Config) Validate() error {
-	if !(c.Lambda > 0) || math.IsInf(c.Lambda, 0) {
-		return fmt.Errorf("fgn: damping λ must be finite and > 0, got %g", c.Lambda)
-	}
-	if err := c.CG.check(); err != nil {
-		return err
-	}
-	if !(c.SaturationFloor >= 0 && c.SaturationFloor < 0.25) {
-		return fmt.Errorf("fgn: saturation floor must be in [0, 1/4), got %g", c.SaturationFloor)
-	}
-	return nil
-}
-
-func (c Config) mustValidate() {
-	if err := c.Validate(); err != nil {
-		exceptions.Panicf("%v", err)
-	}
-}
-
-func (c Config) floor(dtype dtypes.DType) float64 {
-	if c.SaturationFloor > 0 {
-		return c.SaturationFloor
-	}
-	if dtype == dtypes.Float64 {
-		eps := math.Nextafter(1, 2) - 1
-		return eps * eps
-	}
-	eps := float64(math.Nextafter32(1, 2) - 1)
-	return eps * eps
-}
 
 // Direction is a damped Gauss-Newton direction d for a batch, with its diagnostics. The step is
 // w ← w + α d.
@@ -81,6 +29,9 @@ type Direction struct {
 	// Finite is true (boolean scalar) when the loss, the CG residual and every entry of D are
 	// finite. The optimizers take a step only when it holds.
 	Finite *Node
+	// Damping is the damping telemetry of an optimizer step (UpdateGraphWithLinearization); nil
+	// for a direction computed on its own.
+	Damping *StepDamping
 }
 
 // LossGradient returns the mean cross-entropy of a batch and its gradient
@@ -140,7 +91,7 @@ func newWhitening(m *Margin, bLambda *Node, floor float64) whitening {
 //
 //	(H_FGN + λI) d + g = (1/b) J̃ᵀ e,   so   ‖(H_FGN + λI) d + g‖/‖g‖ = √(eᵀK e / ‖Jᵀr‖²).
 //
-// With cfg.CG.Rule = StopParameterResidual (the default) CG stops on this exact parameter-space
+// With cfg.CG.StoppingRule = StopParameterResidual (the default) CG stops on this exact parameter-space
 // residual: it evaluates eᵀK e from the operator product each iteration already makes (see
 // solveCG), at the cost of one more operator product when it stops, and ‖Jᵀr‖² with one VJP.
 // A cheaper proxy, the unwhitened row residual ‖Q^{1/2}e‖ ≤ Tol·‖r‖, bounds the parameter
@@ -153,7 +104,7 @@ func newWhitening(m *Margin, bLambda *Node, floor float64) whitening {
 //
 // With a generic Linearization each CG iteration costs one VJP and one JVP of the margin map.
 // FGNAffineDirection is the closed-form variant for affine heads.
-func FGNDirection(lin Linearization, labels, u0 *Node, cfg Config) *Direction {
+func FGNDirection(lin Linearization, labels, u0 *Node, cfg Settings) *Direction {
 	m := NewMargin(lin.Logits(), labels)
 	j := MarginJacobian{Lin: lin, GradS: m.GradS}
 	return rowSpaceDirection(m, j, matrixFreeGram{j}, u0, cfg, inWhileLoop(lin))
@@ -165,7 +116,7 @@ func FGNDirection(lin Linearization, labels, u0 *Node, cfg Config) *Direction {
 // The feature Gram h hᵀ + 1 is head.FeatureGram when set (frozen features), else computed here.
 // u0 and the stopping rule are as for FGNDirection; here eᵀK e and ‖Jᵀr‖² = rᵀG r cost b×b
 // products only.
-func FGNAffineDirection(head *AffineHead, labels, u0 *Node, cfg Config) *Direction {
+func FGNAffineDirection(head *AffineHead, labels, u0 *Node, cfg Settings) *Direction {
 	m := NewMargin(head.Logits(), labels)
 	featureGram := head.FeatureGram
 	if featureGram == nil {
@@ -201,12 +152,12 @@ func (f matrixFreeGram) normJT(a *Node) *Node {
 
 // rowSpaceDirection solves the whitened row system of FGNDirection with the Gram gram and
 // back-projects.
-func rowSpaceDirection(m *Margin, j MarginJacobian, gram marginGram, u0 *Node, cfg Config, inLoop bool) *Direction {
-	cfg.mustValidate()
+func rowSpaceDirection(m *Margin, j MarginJacobian, gram marginGram, u0 *Node, cfg Settings, inLoop bool) *Direction {
+	cfg.mustValidateSolve()
 	g := m.S.Graph()
 	dtype := m.S.DType()
 	b := m.S.Shape().Dim(0)
-	bLambda := Scalar(g, dtype, float64(b)*cfg.Lambda)
+	bLambda := cfg.scaledLambda(g, dtype, float64(b))
 	w := newWhitening(m, bLambda, cfg.floor(dtype))
 
 	// Coupling of the saturated rows into the whitened ones: −Q_W^{1/2} J J_Rᵀ δ_R.
@@ -217,7 +168,7 @@ func rowSpaceDirection(m *Margin, j MarginJacobian, gram marginGram, u0 *Node, c
 		rhs:       Vec{rhs},
 		x0:        rowStart(u0),
 	}
-	if cfg.CG.Rule == StopParameterResidual {
+	if cfg.CG.StoppingRule == StopParameterResidual {
 		sys.curvatureNorm = true
 		sys.refNorm2 = gram.normJT(m.PDagger)
 	}
@@ -231,16 +182,16 @@ func rowSpaceDirection(m *Margin, j MarginJacobian, gram marginGram, u0 *Node, c
 // SGNDirection returns the damped full-softmax-GGN direction d = −(H_GGN + λI)^{-1} g of the SGN
 // baseline, by parameter-space CG on GGNOperator, warm-started from x0 (nil for zeros; SGN
 // passes its previous direction). Its CG residual is the parameter-space residual
-// ‖(H_GGN + λI) d + g‖/‖g‖ whatever cfg.CG.Rule says.
-func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Config) *Direction {
-	cfg.mustValidate()
+// ‖(H_GGN + λI) d + g‖/‖g‖ whatever cfg.CG.StoppingRule says.
+func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings) *Direction {
+	cfg.mustValidateSolve()
 	m := NewMargin(lin.Logits(), labels)
 	g := m.S.Graph()
 	dtype := m.S.DType()
 	b := float64(m.S.Shape().Dim(0))
 	probs := Softmax(lin.Logits(), -1)
 	grad := vecScale(Scalar(g, dtype, 1/b), lin.VJP(Sub(probs, m.OneHot)))
-	op := GGNOperator(lin, probs, Scalar(g, dtype, cfg.Lambda))
+	op := GGNOperator(lin, probs, cfg.scaledLambda(g, dtype, 1))
 	sol := solveCG(cgSystem{curvature: op, rhs: vecScale(Scalar(g, dtype, -1), grad), x0: x0}, cfg.CG, inWhileLoop(lin))
 	return newDirection(sol.X, m, sol)
 }

@@ -61,17 +61,17 @@ func TestStoppingRuleHardBatches(t *testing.T) {
 
 	paths := []struct {
 		name string
-		dir  func(in []*Node, cfg Config) *Direction
+		dir  func(in []*Node, cfg Settings) *Direction
 	}{
-		{"closed-form Gram", func(in []*Node, cfg Config) *Direction {
+		{"closed-form Gram", func(in []*Node, cfg Settings) *Direction {
 			return FGNAffineDirection(NewAffineHead(in[0], in[2], in[3]), in[1], nil, cfg)
 		}},
-		{"matrix-free", func(in []*Node, cfg Config) *Direction { return FGNDirection(affineLin(in), in[1], nil, cfg) }},
-		{"matrix-free, autodiff", func(in []*Node, cfg Config) *Direction {
+		{"matrix-free", func(in []*Node, cfg Settings) *Direction { return FGNDirection(affineLin(in), in[1], nil, cfg) }},
+		{"matrix-free, autodiff", func(in []*Node, cfg Settings) *Direction {
 			return FGNDirection(Linearize(affineLin(in).Logits(), Vec{in[2], in[3]}), in[1], nil, cfg)
 		}},
 	}
-	solve := func(t *testing.T, dir func([]*Node, Config) *Direction, cfg Config, dtype dtypes.DType) (d []float64, iters, residual float64) {
+	solve := func(t *testing.T, dir func([]*Node, Settings) *Direction, cfg Settings, dtype dtypes.DType) (d []float64, iters, residual float64) {
 		out := run(t, func(in []*Node) []*Node {
 			r := dir(in, cfg)
 			return []*Node{flattenVec(r.D), r.Iterations, r.Residual}
@@ -79,7 +79,7 @@ func TestStoppingRuleHardBatches(t *testing.T) {
 		return out[0], out[1][0], out[2][0]
 	}
 
-	tight := Config{Lambda: lambda, CG: CGSettings{MaxIter: 60, Tol: 1e-12}}
+	tight := Settings{Damping: lambda, CG: CGSettings{MaxIterations: 60, Tolerance: 1e-12}}
 	for _, path := range paths {
 		for _, tc := range []struct {
 			dtype dtypes.DType
@@ -88,18 +88,18 @@ func TestStoppingRuleHardBatches(t *testing.T) {
 			t.Run(path.name+"/"+tc.dtype.String(), func(t *testing.T) {
 				cfg := tight
 				if tc.dtype == dtypes.Float32 {
-					cfg.CG.Tol = 1e-6
+					cfg.CG.Tolerance = 1e-6
 				}
 				d, iters, res := solve(t, path.dir, cfg, tc.dtype)
 				t.Logf("%v iterations, reported residual %.3g", iters, res)
 				check(t, "direction vs dense (H_FGN+λI)⁻¹(−g)", relErr(d, want), tc.tol)
-				check(t, "dense parameter residual of the direction", paramResidual(dn.fgn, dn.d, lambda, d, dn.grad), 10*cfg.CG.Tol)
+				check(t, "dense parameter residual of the direction", paramResidual(dn.fgn, dn.d, lambda, d, dn.grad), 10*cfg.CG.Tolerance)
 			})
 		}
 	}
 
 	// At a loose tolerance the reported residual is the dense parameter-space residual.
-	loose := Config{Lambda: lambda, CG: CGSettings{MaxIter: 3, Tol: 1e-12}}
+	loose := Settings{Damping: lambda, CG: CGSettings{MaxIterations: 3, Tolerance: 1e-12}}
 	for _, path := range paths {
 		t.Run("reported residual/"+path.name, func(t *testing.T) {
 			d, iters, res := solve(t, path.dir, loose, dtypes.Float64)
@@ -112,7 +112,7 @@ func TestStoppingRuleHardBatches(t *testing.T) {
 	// The paper's whitened-row test stops after one iteration on this batch, however tight. The
 	// log compares, for that iterate, the whitened residual, the unwhitened row residual
 	// ‖Q^{1/2}e‖/‖r‖ (the cheap proxy FGNDirection's doc comment weighs) and the parameter residual.
-	paper := Config{Lambda: lambda, CG: CGSettings{MaxIter: 50, Tol: 1e-10, Rule: StopWhitenedRowResidual}}
+	paper := Settings{Damping: lambda, CG: CGSettings{MaxIterations: 50, Tolerance: 1e-10, StoppingRule: StopWhitenedRowResidual}}
 	for _, path := range paths {
 		t.Run("whitened-row rule/"+path.name, func(t *testing.T) {
 			d, iters, res := solve(t, path.dir, paper, dtypes.Float64)
@@ -130,8 +130,8 @@ func TestStoppingRuleHardBatches(t *testing.T) {
 	// The paper's defaults (5 iterations, tolerance 1e-5): FGN's error next to SGN's.
 	ggnWant := denseSolve(t, dn.ggn, dn.d, lambda, scaled(dn.grad, -1))
 	for _, rule := range []StoppingRule{StopParameterResidual, StopWhitenedRowResidual} {
-		cfg := DefaultConfig
-		cfg.CG.Rule = rule
+		cfg := DefaultSettings()
+		cfg.CG.StoppingRule = rule
 		d, iters, _ := solve(t, paths[0].dir, cfg, dtypes.Float64)
 		sgn := run(t, func(in []*Node) []*Node {
 			return []*Node{flattenVec(SGNDirection(affineLin(in), in[1], nil, cfg).D)}
@@ -151,7 +151,7 @@ func scaled(x []float64, a float64) []float64 {
 
 // unwhitenedRowResidual returns ‖Q^{1/2}e‖/‖r‖ for the row iterate u the direction reports,
 // e = r̃ − (K + bλI)u with K from the dense margin Jacobian.
-func unwhitenedRowResidual(t *testing.T, p *problem, dn denseOut, lambda float64, dir func([]*Node, Config) *Direction, cfg Config) float64 {
+func unwhitenedRowResidual(t *testing.T, p *problem, dn denseOut, lambda float64, dir func([]*Node, Settings) *Direction, cfg Settings) float64 {
 	out := run(t, func(in []*Node) []*Node {
 		r := dir(in, cfg)
 		return []*Node{r.RowRHS, r.Solution[0]}

@@ -84,29 +84,36 @@ func (d repeatBatch) Iter() iter.Seq2[train.Batch, error] {
 }
 
 // TestCheckpointRestore checks that the optimizers' state (warm starts, global step, learning
-// rate) lives in variables that a GoMLX checkpoint restores: training 3 steps with train.Loop
-// (and its progress bar), saving, restoring into a fresh store and training one more step gives
-// bit-identical variables to 4 uninterrupted steps.
+// rate, Levenberg-Marquardt damping) lives in variables that a GoMLX checkpoint restores:
+// training 3 steps with train.Loop (and its progress bar), saving, restoring into a fresh store
+// and training one more step gives bit-identical variables to 4 uninterrupted steps.
 func TestCheckpointRestore(t *testing.T) {
 	p := newProblem(32, 7, 5, 4, 3, 1)
 	for _, tc := range []struct {
 		name string
 		opt  func() Optimizer
-		mlp  bool
+		// mlp selects the MLP, modelFunc its LinearizeFunc linearisation (recorded).
+		mlp, modelFunc bool
 		// state lists variables that must be among those compared, besides the global step.
 		state []string
 	}{
-		{"SGN mlp (warm start)", func() Optimizer { return SGN().LearningRate(0.5).Done() }, true,
+		{"SGN mlp (warm start)", func() Optimizer { return SGN().LearningRate(0.5).Done() }, true, false,
 			[]string{"/classifier/W1", "/SGNOptimizer/classifier/W1_warm_start", "/SGNOptimizer/classifier/b2_warm_start"}},
-		{"FGN affine closed form (warm start)", func() Optimizer { return FGN().WarmStart(true).Done() }, false,
+		{"FGN affine closed form (warm start)", func() Optimizer { return FGN().WarmStart(true).Done() }, false, false,
 			[]string{"/classifier/W", "/FGNOptimizer/row_solution"}},
-		{"FGN mlp", func() Optimizer { return FGN().Done() }, true, []string{"/classifier/b2"}},
+		{"FGN mlp", func() Optimizer { return FGN().Done() }, true, false, []string{"/classifier/b2"}},
+		{"FGN affine closed form LM", func() Optimizer {
+			return FGN().LearningRate(1.5).Damping(lmStart).DampingPolicy(LevenbergMarquardt()).Done()
+		}, false, false, []string{"/classifier/W", "/FGNOptimizer/damping"}},
+		{"SGN mlp LinearizeFunc LM (warm start)", func() Optimizer {
+			return SGN().LearningRate(1.5).Damping(lmStart).DampingPolicy(LevenbergMarquardt()).Done()
+		}, true, true, []string{"/classifier/W1", "/SGNOptimizer/damping", "/SGNOptimizer/classifier/W1_warm_start"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The model creates its variables from the problem's values, or loads them from the
 			// checkpoint.
 			logits := func(scope *model.Scope, h *Node) *Node {
-				m := &optModel{mlp: tc.mlp}
+				m := &optModel{mlp: tc.mlp, modelFunc: tc.modelFunc}
 				names, values := []string{"W", "bias"}, []any{p.w, p.bias}
 				if tc.mlp {
 					names, values = []string{"W1", "b1", "W2", "b2"}, []any{p.w1, p.b1, p.w2, p.b2}
@@ -170,9 +177,17 @@ func TestCheckpointRestore(t *testing.T) {
 			if step := flat64(restored.GetVariable("/global_step").MustValue()); step[0] != 4 {
 				t.Errorf("restored run ends at global step %v, want 4", step[0])
 			}
+			for _, path := range tc.state {
+				if v := restored.GetVariable(path); strings.HasSuffix(path, "/damping") && flat64(v.MustValue())[0] == lmStart {
+					t.Errorf("%s is still the initial λ %g after 4 steps: the test would not see it restored", path, lmStart)
+				}
+			}
 		})
 	}
 }
+
+// lmStart is the initial λ of the checkpoint test's Levenberg-Marquardt runs.
+const lmStart = 1e-2
 
 func equalBits(a, b []float64) bool {
 	if len(a) != len(b) {

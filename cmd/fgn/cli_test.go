@@ -57,7 +57,7 @@ func TestCLIConventions(t *testing.T) {
 		{"help", []string{"--help"}, "", 0, "usage: fgn <subcommand>", ""},
 		{"-h", []string{"-h"}, "", 0, "usage: fgn <subcommand>", ""},
 		{"unknown subcommand", []string{"nope"}, "", 2, "", `fgn: unknown subcommand "nope"`},
-		{"train --help", []string{"train", "--help"}, "", 0, "-lambda number\n    \tdamping λ for SGN/FGN; a number > 0 (default 1)", ""},
+		{"train --help", []string{"train", "--help"}, "", 0, "-lambda number\n    \tdamping λ for SGN/FGN, the initial λ with --damping lm; a number > 0 (default 1)", ""},
 		{"train -h", []string{"train", "-h"}, "", 0, "usage: fgn train", ""},
 		{"train alpha default", []string{"train", "--help"}, "", 0, "(default 0.0003 for adam, 0.1 for sgn and fgn)", ""},
 		{"figure --help", []string{"figure", "--help"}, "", 0, "mechanism   Figure 1", ""},

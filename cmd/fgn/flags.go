@@ -9,6 +9,7 @@ import (
 	"github.com/gomlx/compute"
 
 	"github.com/fgn-paper/fgn/experiments/train"
+	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/cli"
 )
@@ -168,4 +169,31 @@ func parseMethods(list string) ([]train.Method, error) {
 		ms = append(ms, m)
 	}
 	return ms, nil
+}
+
+// dampingValue is a damping policy flag, by the names of fgn.ParseDampingPolicy.
+type dampingValue struct{ p *fgn.DampingPolicy }
+
+func (v dampingValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return (*v.p).String()
+}
+
+func (v dampingValue) Set(s string) error {
+	p, err := fgn.ParseDampingPolicy(s)
+	if err != nil {
+		return err
+	}
+	*v.p = p
+	return nil
+}
+
+// dampingPolicy defines a damping policy flag whose default is fgn.ConstantDamping.
+func (c *command) dampingPolicy(name, usage string) *fgn.DampingPolicy {
+	p := new(fgn.DampingPolicy)
+	*p = fgn.ConstantDamping{}
+	c.Var(dampingValue{p: p}, name, usage+"; a `policy`: constant or lm")
+	return p
 }

@@ -47,7 +47,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	defaults := func(m train.Method) train.Hyper { return train.Hyper{}.WithDefaults(m) }
 	alpha := c.optionalPositiveFloat("alpha", fmt.Sprintf("%g for adam, %g for sgn and fgn", defaults(train.Adam).Alpha, defaults(train.FGN).Alpha),
 		"step size α of every method")
-	lambda := c.positiveFloat("lambda", defaults(train.FGN).Lambda, "damping λ for SGN/FGN")
+	lambda := c.positiveFloat("lambda", defaults(train.FGN).Lambda, "damping λ for SGN/FGN, the initial λ with --damping lm")
+	damping := c.dampingPolicy("damping", "damping policy for SGN/FGN, the paper's constant λ or Levenberg-Marquardt "+
+		"on the gain ratio ρ")
 	cgIters := c.intAtLeast("cg-iters", defaults(train.FGN).CGMaxIter, 1, "CG iteration cap for SGN/FGN")
 	cgTol := c.positiveFloat("cg-tol", defaults(train.FGN).CGTol, "CG relative residual tolerance for SGN/FGN")
 	out := c.String("out", "results/train", "directory for the trace CSVs (<method>_seed<seed>.csv)")
@@ -117,7 +119,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if a, ok := alpha.get(); ok {
 		hyper.Alpha = a
 	}
-	hyper.Lambda, hyper.CGMaxIter, hyper.CGTol = *lambda, *cgIters, *cgTol
+	hyper.Lambda, hyper.CGMaxIter, hyper.CGTol, hyper.Damping = *lambda, *cgIters, *cgTol, *damping
 	cfgs := make([]train.Config, len(ms))
 	for i, m := range ms {
 		cfgs[i] = train.Config{Method: m, Model: train.Model{Hidden: *hidden}, Classes: classes,
@@ -137,8 +139,8 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "backend: %s\ndata: %s: %d training, %d held-out examples, d=%d, C=%d classes (%s)\n",
 		backend.Describe(be), source, trainSet.N, evalSet.N, trainSet.D, classes, classesFrom)
-	fmt.Fprintf(stdout, "%-12s %10s %10s %10s %12s %10s %8s %8s\n", "method", "train CE", "eval CE", "eval acc",
-		"opt seconds", "ms/step", "CG its", "skipped")
+	fmt.Fprintf(stdout, "%-12s %10s %10s %10s %12s %10s %8s %8s %8s %10s\n", "method", "train CE", "eval CE", "eval acc",
+		"opt seconds", "ms/step", "CG its", "skipped", "rejected", "λ")
 	for _, cfg := range cfgs {
 		m := cfg.Method
 		if !*quiet {
@@ -155,9 +157,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		last := tr.Points[len(tr.Points)-1]
-		fmt.Fprintf(stdout, "%-12s %10.4f %10.4f %10.4f %12.3f %10.2f %8.2f %8d   → %s\n", m, last.TrainLoss,
+		fmt.Fprintf(stdout, "%-12s %10.4f %10.4f %10.4f %12.3f %10.2f %8.2f %8d %8d %10.3g   → %s\n", m, last.TrainLoss,
 			last.EvalLoss, last.EvalAccuracy, last.OptSeconds, 1e3*last.OptSeconds/float64(last.Step),
-			last.CGIterations, last.SkippedSteps, path)
+			last.CGIterations, last.SkippedSteps, last.RejectedSteps, last.NextLambda, path)
 	}
 	return nil
 }

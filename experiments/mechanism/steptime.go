@@ -169,7 +169,7 @@ func (c StepTimeConfig) step(m train.Method) stepFunc {
 	case train.SGN:
 		return gnStep(configure(fgn.SGN()))
 	case train.FGNMatrixFree:
-		return gnStep(configure(fgn.FGN().MatrixFree(true)))
+		return gnStep(configure(fgn.FGN().RowOperator(fgn.MatrixFree)))
 	default:
 		return gnStep(configure(fgn.FGN()))
 	}

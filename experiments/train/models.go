@@ -61,7 +61,9 @@ func (m Model) initialize(scope *model.Scope, dim, classes int, seed uint64) []*
 }
 
 // linearize returns the logits of x under the variables' current values, linearised: the
-// AffineHead (exact closed-form products) for the affine model, autodiff closures for the MLP.
+// AffineHead (exact closed-form products) for the affine model, autodiff closures of the model
+// function (fgn.LinearizeFunc, which also evaluates the trial logits adaptive damping needs) for
+// the MLP.
 func (m Model) linearize(vars []*model.Variable, x *Node) fgn.Linearization {
 	g := x.Graph()
 	p := make(fgn.Vec, len(vars))
@@ -71,6 +73,8 @@ func (m Model) linearize(vars []*model.Variable, x *Node) fgn.Linearization {
 	if m.Hidden == 0 {
 		return fgn.NewAffineHead(x, p[0], p[1])
 	}
-	hidden := Tanh(Add(MatMul(x, p[0]), ExpandAxes(p[1], 0)))
-	return fgn.Linearize(Add(MatMul(hidden, p[2]), ExpandAxes(p[3], 0)), p)
+	return fgn.LinearizeFunc(func(w fgn.Vec) *Node {
+		hidden := Tanh(Add(MatMul(x, w[0]), ExpandAxes(w[1], 0)))
+		return Add(MatMul(hidden, w[2]), ExpandAxes(w[3], 0))
+	}, p)
 }

@@ -11,12 +11,14 @@ import (
 
 // traceColumns are the CSV columns of a trace, in Point's field order.
 var traceColumns = []string{"step", "epoch", "opt_seconds", "train_loss", "eval_loss", "eval_accuracy",
-	"cg_iterations", "cg_residual", "mean_p_dagger", "mean_xi", "skipped_steps"}
+	"cg_iterations", "cg_residual", "mean_p_dagger", "mean_xi", "skipped_steps",
+	"lambda", "lambda_next", "rho", "predicted_decrease", "actual_decrease", "step_accepted", "rejected_steps"}
 
 // float32Columns are the trace columns whose values are float32 outputs of the graph (widened
 // in Point): they are written in their shortest float32 form (report.Format) and narrowed back
 // when read, so that a trace read back equals the one written.
-var float32Columns = []string{"train_loss", "eval_loss", "eval_accuracy", "cg_residual", "mean_p_dagger", "mean_xi"}
+var float32Columns = []string{"train_loss", "eval_loss", "eval_accuracy", "cg_residual", "mean_p_dagger", "mean_xi",
+	"lambda", "lambda_next", "rho", "predicted_decrease", "actual_decrease"}
 
 // Table returns the trace as a report table whose comments record the run's configuration.
 func (t *Trace) Table() *report.Table {
@@ -27,6 +29,7 @@ func (t *Trace) Table() *report.Table {
 	tab.Comment("alpha", report.Format(t.Hyper.Alpha))
 	if c.Method != Adam {
 		tab.Comment("lambda", report.Format(t.Hyper.Lambda))
+		tab.Comment("damping", t.Hyper.Damping.String())
 		tab.Comment("cg_max_iterations", strconv.Itoa(t.Hyper.CGMaxIter))
 		tab.Comment("cg_tolerance", report.Format(t.Hyper.CGTol))
 		if c.Method != SGN {
@@ -43,7 +46,9 @@ func (t *Trace) Table() *report.Table {
 	tab.Comment("opt_seconds", "synchronised optimisation time only (no compilation, evaluation, logging or I/O)")
 	for _, p := range t.Points {
 		tab.Add(p.Step, p.Epoch, p.OptSeconds, float32(p.TrainLoss), float32(p.EvalLoss), float32(p.EvalAccuracy),
-			p.CGIterations, float32(p.CGResidual), float32(p.MeanPDagger), float32(p.MeanXi), p.SkippedSteps)
+			p.CGIterations, float32(p.CGResidual), float32(p.MeanPDagger), float32(p.MeanXi), p.SkippedSteps,
+			float32(p.Lambda), float32(p.NextLambda), float32(p.Rho), float32(p.PredictedDecrease),
+			float32(p.ActualDecrease), p.StepAccepted, p.RejectedSteps)
 	}
 	return tab
 }
@@ -70,7 +75,9 @@ func PointsFromTable(tab *report.Table) ([]Point, error) {
 		}
 		points[i] = Point{Step: int(step), Epoch: cols[1][i], OptSeconds: cols[2][i], TrainLoss: cols[3][i],
 			EvalLoss: cols[4][i], EvalAccuracy: cols[5][i], CGIterations: cols[6][i], CGResidual: cols[7][i],
-			MeanPDagger: cols[8][i], MeanXi: cols[9][i], SkippedSteps: int(cols[10][i])}
+			MeanPDagger: cols[8][i], MeanXi: cols[9][i], SkippedSteps: int(cols[10][i]), Lambda: cols[11][i],
+			NextLambda: cols[12][i], Rho: cols[13][i], PredictedDecrease: cols[14][i], ActualDecrease: cols[15][i],
+			StepAccepted: cols[16][i], RejectedSteps: int(cols[17][i])}
 	}
 	return points, nil
 }

@@ -79,14 +79,16 @@ func ParseMethod(s string) (Method, error) {
 }
 
 // Hyper holds an optimizer's hyper-parameters; zero fields take the paper's defaults (sec. 5,
-// app. F.2): α = 3·10⁻⁴ for Adam and 0.1 for SGN/FGN, λ = 1, CG at most 5 iterations with
-// tolerance 10⁻⁵ and FGN's parameter-space stopping rule. Adam uses only Alpha.
+// app. F.2): α = 3·10⁻⁴ for Adam and 0.1 for SGN/FGN, λ = 1 held constant, CG at most 5
+// iterations with tolerance 10⁻⁵ and FGN's parameter-space stopping rule. Adam uses only Alpha.
 type Hyper struct {
 	Alpha, Lambda float64
 	CGMaxIter     int
 	CGTol         float64
 	// CGRule is FGN's CG stopping rule (its zero value is fgn.StopParameterResidual).
 	CGRule fgn.StoppingRule
+	// Damping is SGN's and FGN's damping policy (nil: fgn.ConstantDamping); Lambda is its initial λ.
+	Damping fgn.DampingPolicy
 }
 
 // WithDefaults returns h with zero fields replaced by the method's defaults.
@@ -105,6 +107,9 @@ func (h Hyper) WithDefaults(m Method) Hyper {
 	}
 	if h.CGTol == 0 {
 		h.CGTol = fgn.DefaultCGTolerance
+	}
+	if h.Damping == nil {
+		h.Damping = fgn.ConstantDamping{}
 	}
 	return h
 }
@@ -146,6 +151,14 @@ type Point struct {
 	// SkippedSteps counts the steps 1..Step whose loss, direction or CG residual was not finite;
 	// such a step leaves the model and the optimizer state unchanged.
 	SkippedSteps int
+	// Lambda and NextLambda are the damping λ of the last step and the one it set for the next;
+	// Rho, PredictedDecrease and ActualDecrease its gain ratio and the decreases of the batch loss
+	// it is the ratio of (fgn.DampingPolicy), NaN unless the damping policy is adaptive;
+	// StepAccepted is 1 when the last step was taken, else 0 (all NaN for Adam but StepAccepted).
+	Lambda, NextLambda, Rho, PredictedDecrease, ActualDecrease, StepAccepted float64
+	// RejectedSteps counts the finite steps 1..Step that an adaptive damping policy rejected for
+	// increasing the batch loss; such a step changes only λ.
+	RejectedSteps int
 }
 
 // Trace is the result of a run.
@@ -164,6 +177,11 @@ func (c Config) Validate(trainSet, evalSet *features.Set) (classes int, err erro
 		return 0, err
 	}
 	h := c.Hyper.WithDefaults(c.Method)
+	if c.Method != Adam {
+		if err := h.Damping.Validate(h.Lambda); err != nil {
+			return 0, err
+		}
+	}
 	switch {
 	case !(h.Alpha > 0) || math.IsInf(h.Alpha, 0):
 		return 0, fmt.Errorf("step size α must be finite and > 0, got %g", h.Alpha)
@@ -268,14 +286,22 @@ func run(be compute.Backend, cfg Config, classes int, trainSet, evalSet *feature
 	eval := newEvaluator(be, store, vars, cfg.Model, trainSet, evalSet)
 
 	trace := &Trace{Config: cfg, Hyper: h, Backend: backend.Describe(be), Classes: classes}
-	record := func(stepNum, skipped int, its float64, last []float64) error {
+	record := func(stepNum, skipped, rejected int, its float64, last []float64, accepted bool) error {
 		if cfg.beforeEval != nil {
 			cfg.beforeEval()
 		}
+		nan := math.NaN()
 		p := Point{Step: stepNum, Epoch: float64(stepNum) / float64(len(batches)), OptSeconds: optSeconds,
-			CGIterations: its, CGResidual: math.NaN(), MeanPDagger: math.NaN(), MeanXi: math.NaN(), SkippedSteps: skipped}
+			CGIterations: its, CGResidual: nan, MeanPDagger: nan, MeanXi: nan, SkippedSteps: skipped,
+			Lambda: nan, NextLambda: nan, Rho: nan, PredictedDecrease: nan, ActualDecrease: nan, StepAccepted: nan,
+			RejectedSteps: rejected}
 		if last != nil {
 			p.CGResidual, p.MeanPDagger, p.MeanXi = last[2], last[3], last[4]
+			p.Lambda, p.NextLambda, p.PredictedDecrease, p.ActualDecrease, p.Rho = last[5], last[6], last[7], last[8], last[9]
+			p.StepAccepted = 0
+			if accepted {
+				p.StepAccepted = 1
+			}
 		}
 		var err error
 		if p.TrainLoss, p.EvalLoss, p.EvalAccuracy, err = eval.evaluate(); err != nil {
@@ -284,28 +310,32 @@ func run(be compute.Backend, cfg Config, classes int, trainSet, evalSet *feature
 		trace.Points = append(trace.Points, p)
 		return nil
 	}
-	if err := record(0, 0, 0, nil); err != nil {
+	if err := record(0, 0, 0, 0, nil, false); err != nil {
 		return nil, err
 	}
 	total := cfg.Epochs * len(batches)
 	var itsSum float64
-	var itsCount, skipped int
+	var itsCount, skipped, rejected int
 	for s := 1; s <= total; s++ {
 		start := time.Now()
 		outs, err := step.Call(stepInputs((s - 1) % len(batches))...)
 		if err != nil {
 			return nil, fmt.Errorf("step %d: %w", s, err)
 		}
-		finite := tensors.ToScalar[bool](outs[len(outs)-1])
-		stats := scalars(outs[:len(outs)-1]) // reading the outputs synchronises the device
+		n := len(outs)
+		finite, accepted := tensors.ToScalar[bool](outs[n-2]), tensors.ToScalar[bool](outs[n-1])
+		stats := scalars(outs[:n-2]) // reading the outputs synchronises the device
 		optSeconds += time.Since(start).Seconds()
-		if !finite {
+		switch {
+		case !finite:
 			skipped++
+		case !accepted:
+			rejected++
 		}
 		itsSum += stats[1]
 		itsCount++
 		if s%cfg.EvalEvery == 0 || s == total {
-			if err := record(s, skipped, itsSum/float64(itsCount), stats); err != nil {
+			if err := record(s, skipped, rejected, itsSum/float64(itsCount), stats, accepted); err != nil {
 				return nil, err
 			}
 			itsSum, itsCount = 0, 0
@@ -323,8 +353,9 @@ func run(be compute.Backend, cfg Config, classes int, trainSet, evalSet *feature
 type batchCache struct{ transposed, gram bool }
 
 // newStep compiles (lazily) one optimisation step: inputs x, y and the cached layouts; outputs the
-// batch loss, CG iterations, CG residual, mean p_†, mean ξ and whether the step was taken (a step
-// that is not finite changes nothing).
+// batch loss, CG iterations, CG residual, mean p_†, mean ξ, the damping telemetry (λ, next λ,
+// predicted and actual decrease, ρ; NaN where the method has none), whether the step was finite
+// and whether it was taken (a step not taken changes nothing but an adaptive policy's λ).
 func newStep(be compute.Backend, store *model.Store, vars []*model.Variable, m Model, method Method, h Hyper,
 	cache batchCache) (*model.Exec, error) {
 	var gn fgn.Optimizer
@@ -336,10 +367,15 @@ func newStep(be compute.Backend, store *model.Store, vars []*model.Variable, m M
 			return nil, err
 		}
 	case SGN:
-		gn = fgn.SGN().LearningRate(h.Alpha).Damping(h.Lambda).CGMaxIterations(h.CGMaxIter).CGTolerance(h.CGTol).Done()
+		gn = fgn.SGN().LearningRate(h.Alpha).Damping(h.Lambda).DampingPolicy(h.Damping).CGMaxIterations(h.CGMaxIter).
+			CGTolerance(h.CGTol).Done()
 	default:
-		gn = fgn.FGN().LearningRate(h.Alpha).Damping(h.Lambda).CGMaxIterations(h.CGMaxIter).CGTolerance(h.CGTol).
-			CGStoppingRule(h.CGRule).MatrixFree(method == FGNMatrixFree).Done()
+		op := fgn.ClosedFormGram
+		if method == FGNMatrixFree {
+			op = fgn.MatrixFree
+		}
+		gn = fgn.FGN().LearningRate(h.Alpha).Damping(h.Lambda).DampingPolicy(h.Damping).CGMaxIterations(h.CGMaxIter).
+			CGTolerance(h.CGTol).CGStoppingRule(h.CGRule).RowOperator(op).Done()
 	}
 	return model.NewExec(be, store, func(scope *model.Scope, in []*Node) []*Node {
 		lin := m.linearize(vars, in[0])
@@ -356,11 +392,21 @@ func newStep(be compute.Backend, store *model.Store, vars []*model.Variable, m M
 			loss := ReduceAllMean(margin.Loss)
 			finite := guardedAdamUpdate(scope, adam, loss)
 			zero := ScalarZero(in[0].Graph(), loss.DType())
-			return []*Node{loss, zero, zero, ReduceAllMean(margin.PDagger), ReduceAllMean(margin.Xi), finite}
+			nan := Scalar(in[0].Graph(), loss.DType(), math.NaN())
+			return []*Node{loss, zero, zero, ReduceAllMean(margin.PDagger), ReduceAllMean(margin.Xi),
+				nan, nan, nan, nan, nan, finite, finite}
 		}
 		dir := gn.UpdateGraphWithLinearization(scope, lin, in[1])
+		dd := dir.Damping
+		orNaN := func(x *Node) *Node { // telemetry a constant damping policy does not measure
+			if x == nil {
+				return Scalar(in[0].Graph(), dir.Loss.DType(), math.NaN())
+			}
+			return x
+		}
 		return []*Node{dir.Loss, ConvertDType(dir.Iterations, dir.Loss.DType()), dir.Residual, dir.MeanPDagger,
-			dir.MeanXi, dir.Finite}
+			dir.MeanXi, dd.Lambda, dd.NextLambda, orNaN(dd.Predicted), orNaN(dd.Actual), orNaN(dd.Rho), dir.Finite,
+			dd.Accepted}
 	})
 }
 

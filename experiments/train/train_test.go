@@ -11,6 +11,7 @@ import (
 
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/features"
+	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 )
 
@@ -181,6 +182,9 @@ func TestRunErrors(t *testing.T) {
 		{"bad eval interval", func(c *Config) { c.EvalEvery = 0 }, trainSet, evalSet, "evaluation interval"},
 		{"negative step", func(c *Config) { c.Hyper.Alpha = -1 }, trainSet, evalSet, "step size α"},
 		{"bad damping", func(c *Config) { c.Hyper.Lambda = math.Inf(1) }, trainSet, evalSet, "damping λ"},
+		{"damping outside the LM bounds", func(c *Config) {
+			c.Hyper.Lambda, c.Hyper.Damping = 1e7, fgn.LevenbergMarquardt()
+		}, trainSet, evalSet, "outside the Levenberg-Marquardt bounds"},
 		{"label out of range", func(c *Config) { c.Classes = 2 }, trainSet, evalSet, "outside [0, 2)"},
 		{"NaN feature", func(c *Config) {}, trainSet, nan, "must be finite"},
 		{"dimension mismatch", func(c *Config) {}, trainSet, wide, "dimension 3, evaluation features 4"},
@@ -196,7 +200,8 @@ func TestRunErrors(t *testing.T) {
 
 func TestTraceTableRoundTrip(t *testing.T) {
 	trainSet, evalSet := problem(t, 40, 3, 3)
-	tr, err := Run(testBackend, Config{Method: SGN, BatchSize: 10, Epochs: 1, EvalEvery: 2, Seed: 3}, trainSet, evalSet)
+	tr, err := Run(testBackend, Config{Method: SGN, BatchSize: 10, Epochs: 1, EvalEvery: 2, Seed: 3,
+		Hyper: Hyper{Damping: fgn.LevenbergMarquardt()}}, trainSet, evalSet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,11 +218,15 @@ func TestTraceTableRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	// NaN ≠ NaN: compare the formatted rows instead.
-	if !reflect.DeepEqual(tab.Rows, tr.Table().Rows) || len(pts) != len(tr.Points) || pts[2].TrainLoss != tr.Points[2].TrainLoss {
+	if !reflect.DeepEqual(tab.Rows, tr.Table().Rows) || len(pts) != len(tr.Points) || pts[2].TrainLoss != tr.Points[2].TrainLoss ||
+		pts[2].Rho != tr.Points[2].Rho || pts[2].NextLambda != tr.Points[2].NextLambda || pts[2].StepAccepted != 1 {
 		t.Errorf("trace did not round-trip: %+v vs %+v", pts, tr.Points)
 	}
 	if m, _ := tab.Lookup("method"); m != "sgn" {
 		t.Errorf("method comment %q, want sgn", m)
+	}
+	if d, _ := tab.Lookup("damping"); d != "lm" {
+		t.Errorf("damping comment %q, want lm", d)
 	}
 	// float32 values are written in their shortest float32 form, not widened (0.98 rather than
 	// its widened float64 form).
@@ -267,5 +276,54 @@ func TestBadBatchNeverCorruptsTheModel(t *testing.T) {
 	}
 	if totalSkipped == 0 {
 		t.Errorf("no method skipped a step: the test batch no longer overflows, make it harder")
+	}
+}
+
+// TestDampingTelemetry runs SGN and FGN with constant and Levenberg-Marquardt damping on an
+// affine head and an MLP and checks the damping columns of the trace: constant damping reports
+// λ = 1 throughout, takes every finite step and measures no ρ; Levenberg-Marquardt, started from
+// a small λ with a large step size, reports finite decreases and ρ, changes λ and rejects some
+// steps. (An LM step never increases its own batch's loss, which package fgn tests; the loss of
+// the whole split may rise, as here for SGN on the MLP, so only constant damping is required to
+// lower it.)
+func TestDampingTelemetry(t *testing.T) {
+	trainSet, evalSet := problem(t, 120, 6, 4)
+	for _, m := range []Model{{}, {Hidden: 5}} {
+		for _, method := range []Method{SGN, FGN, FGNMatrixFree} {
+			for _, policy := range []fgn.DampingPolicy{fgn.ConstantDamping{}, fgn.LevenbergMarquardt()} {
+				cfg := Config{Method: method, Model: m, BatchSize: 32, Epochs: 4, EvalEvery: 4, Seed: 5,
+					Hyper: Hyper{Damping: policy}}
+				lm := policy.Adaptive()
+				if lm {
+					cfg.Hyper.Alpha, cfg.Hyper.Lambda = 1.5, 1e-2
+				}
+				tr, err := Run(testBackend, cfg, trainSet, evalSet)
+				if err != nil {
+					t.Fatalf("%s %s %s: %v", method, m, policy, err)
+				}
+				first, last := tr.Points[0], tr.Points[len(tr.Points)-1]
+				lambdas := map[float64]bool{}
+				for _, p := range tr.Points[1:] {
+					lambdas[p.Lambda] = true
+					if !lm && (p.Lambda != 1 || p.NextLambda != 1 || !math.IsNaN(p.Rho) || !math.IsNaN(p.PredictedDecrease) ||
+						p.StepAccepted != 1 || p.RejectedSteps != 0) {
+						t.Errorf("%s %s constant damping: point %+v", method, m, p)
+					}
+					if lm && (!(p.PredictedDecrease > -math.MaxFloat64) || math.IsNaN(p.ActualDecrease) || !(p.Lambda > 0)) {
+						t.Errorf("%s %s LM: point %+v has non-finite telemetry", method, m, p)
+					}
+				}
+				if lm && (len(lambdas) < 2 || last.RejectedSteps == 0) {
+					t.Errorf("%s %s LM: λ took the values %v and %d steps were rejected; want λ to adapt after rejected steps",
+						method, m, lambdas, last.RejectedSteps)
+				}
+				if !lm && !(last.TrainLoss < first.TrainLoss) {
+					t.Errorf("%s %s %s: training loss %.4f → %.4f", method, m, policy, first.TrainLoss, last.TrainLoss)
+				}
+				t.Logf("%s %s %s: train loss %.4f → %.4f, λ %g → %g, %d rejected of %d steps", method, m, policy,
+					first.TrainLoss, last.TrainLoss, cfg.Hyper.WithDefaults(method).Lambda, last.NextLambda,
+					last.RejectedSteps, last.Step)
+			}
+		}
 	}
 }

@@ -1,0 +1,291 @@
+package fgn
+
+import (
+	"fmt"
+	"math"
+	"path"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/support/exceptions"
+)
+
+// DampingPolicy chooses the damping λ of each step of FGN and SGN, which solve
+// (H + λI) d = −g and step w ← w + s, s = α d.
+//
+// ConstantDamping is the paper's (sec. 5: λ fixed, every finite step taken). An adaptive policy
+// (Adaptive() true, e.g. LevenbergMarquardt) makes the optimizer keep λ in a state variable
+// (initialised to the optimizer's Damping), measure each step's gain ratio
+//
+//	ρ = actual / predicted,
+//	actual    = L(w) − L(w + s),
+//	predicted = m(0) − m(s) = −(gᵀs + ½ sᵀH s),
+//
+// on the step's own batch (L the mean cross-entropy of eq. 2.4, m its Gauss-Newton model with
+// the method's undamped curvature: H_FGN = (1/b) JᵀQJ of eq. 3.8 for FGN, H_GGN of eq. 3.1 for
+// SGN), take the step only if it does not increase the batch loss, and set λ ← Next(λ, ρ). ρ is
+// NaN when the model predicts no decrease (predicted ≤ 0: g = 0, or α so large that the model's
+// curvature term outweighs its slope).
+type DampingPolicy interface {
+	// Adaptive reports whether λ changes from step to step.
+	Adaptive() bool
+	// Next returns the damping of the next step (a scalar of λ's dtype) from this step's λ and
+	// gain ratio ρ (scalars, ρ possibly NaN). The optimizer calls it for adaptive policies only,
+	// and keeps λ when the step is not finite.
+	Next(lambda, rho *Node) *Node
+	// Validate reports the first invalid setting, given the initial damping λ₀.
+	Validate(lambda0 float64) error
+	// String names the policy in flags and CSV files.
+	String() string
+}
+
+// ConstantDamping keeps λ fixed: the paper's policy and the optimizers' default. It adds no state
+// and no work to a step.
+type ConstantDamping struct{}
+
+var _ DampingPolicy = ConstantDamping{}
+
+func (ConstantDamping) Adaptive() bool                 { return false }
+func (ConstantDamping) Next(lambda, _ *Node) *Node     { return lambda }
+func (ConstantDamping) Validate(lambda0 float64) error { return nil }
+func (ConstantDamping) String() string                 { return "constant" }
+
+// Defaults of LevenbergMarquardt, those of somax's trust_region damping.
+const (
+	DefaultLMLowerRho  = 0.25  // ρ below which λ grows
+	DefaultLMUpperRho  = 0.75  // ρ above which λ shrinks
+	DefaultLMIncrease  = 1.5   // growth factor of λ
+	DefaultLMDecrease  = 0.5   // shrink factor of λ
+	DefaultLMMinLambda = 1e-12 // smallest λ
+	DefaultLMMaxLambda = 1e6   // largest λ
+)
+
+// LMDamping is the Levenberg-Marquardt (trust-region) damping rule on the gain ratio ρ of
+// DampingPolicy:
+//
+//	λ_{k+1} = clamp(Increase·λ_k, MinLambda, MaxLambda)   if ρ_k < LowerRho or ρ_k is NaN,
+//	λ_{k+1} = clamp(Decrease·λ_k, MinLambda, MaxLambda)   if ρ_k > UpperRho,
+//	λ_{k+1} = λ_k                                          otherwise.
+//
+// A poor agreement between the loss and its quadratic model (small ρ, or a step that increases
+// the loss: ρ < 0) shrinks the trust region by raising λ, which pulls d towards −g/λ; a good one
+// lets λ fall towards the undamped Gauss-Newton step. Create it with LevenbergMarquardt.
+type LMDamping struct {
+	LowerRho, UpperRho float64 // 0 < LowerRho ≤ UpperRho
+	Increase           float64 // > 1
+	Decrease           float64 // in (0, 1)
+	// MinLambda ≤ the optimizer's initial Damping ≤ MaxLambda, 0 < MinLambda.
+	MinLambda, MaxLambda float64
+}
+
+var _ DampingPolicy = LMDamping{}
+
+// LevenbergMarquardt returns the Levenberg-Marquardt damping policy with the defaults above:
+// ρ < 0.25 → λ·1.5, ρ > 0.75 → λ·0.5, λ ∈ [1e-12, 1e6].
+func LevenbergMarquardt() LMDamping {
+	return LMDamping{LowerRho: DefaultLMLowerRho, UpperRho: DefaultLMUpperRho, Increase: DefaultLMIncrease,
+		Decrease: DefaultLMDecrease, MinLambda: DefaultLMMinLambda, MaxLambda: DefaultLMMaxLambda}
+}
+
+func (LMDamping) Adaptive() bool { return true }
+func (LMDamping) String() string { return "lm" }
+
+func (p LMDamping) Next(lambda, rho *Node) *Node {
+	dtype := lambda.DType()
+	g := lambda.Graph()
+	rho = ConvertDType(rho, dtype)
+	grow := LogicalNot(GreaterOrEqual(rho, Scalar(g, dtype, p.LowerRho))) // true for NaN
+	shrink := GreaterThan(rho, Scalar(g, dtype, p.UpperRho))
+	next := Where(grow, MulScalar(lambda, p.Increase), Where(shrink, MulScalar(lambda, p.Decrease), lambda))
+	return Clip(next, Scalar(g, dtype, p.MinLambda), Scalar(g, dtype, p.MaxLambda))
+}
+
+func (p LMDamping) Validate(lambda0 float64) error {
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	switch {
+	case !(p.LowerRho > 0 && p.LowerRho <= p.UpperRho) || !finite(p.UpperRho):
+		return fmt.Errorf("fgn: Levenberg-Marquardt ρ thresholds must satisfy 0 < lower ≤ upper < ∞, got %g and %g",
+			p.LowerRho, p.UpperRho)
+	case !(p.Increase > 1) || !finite(p.Increase):
+		return fmt.Errorf("fgn: Levenberg-Marquardt increase factor must be finite and > 1, got %g", p.Increase)
+	case !(p.Decrease > 0 && p.Decrease < 1):
+		return fmt.Errorf("fgn: Levenberg-Marquardt decrease factor must be in (0, 1), got %g", p.Decrease)
+	case !(p.MinLambda > 0 && p.MinLambda <= p.MaxLambda) || !finite(p.MaxLambda):
+		return fmt.Errorf("fgn: Levenberg-Marquardt λ bounds must satisfy 0 < min ≤ max < ∞, got %g and %g",
+			p.MinLambda, p.MaxLambda)
+	case !(lambda0 >= p.MinLambda && lambda0 <= p.MaxLambda):
+		return fmt.Errorf("fgn: initial damping λ = %g is outside the Levenberg-Marquardt bounds [%g, %g]",
+			lambda0, p.MinLambda, p.MaxLambda)
+	}
+	return nil
+}
+
+// ParseDampingPolicy returns the policy named s ("constant" or "lm", the names of String), with
+// its defaults.
+func ParseDampingPolicy(s string) (DampingPolicy, error) {
+	for _, p := range []DampingPolicy{ConstantDamping{}, LevenbergMarquardt()} {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("fgn: unknown damping policy %q (want %q or %q)", s, ConstantDamping{}, LevenbergMarquardt())
+}
+
+// StepDamping is the damping telemetry of one optimizer step (scalars in the loss's dtype,
+// Accepted boolean).
+type StepDamping struct {
+	// Lambda is the λ the direction was solved with, NextLambda the λ of the next step.
+	Lambda, NextLambda *Node
+	// Predicted and Actual are the decreases m(0) − m(s) and L(w) − L(w + s) of DampingPolicy,
+	// Rho their ratio; nil for a policy that is not adaptive.
+	Predicted, Actual, Rho *Node
+	// Accepted holds when the step was taken: it is finite (Direction.Finite) and, for an
+	// adaptive policy, does not increase the batch loss. A step not taken leaves every parameter
+	// and warm-start state variable unchanged.
+	Accepted *Node
+}
+
+// LogitsEvaluator is a Linearization that can also evaluate the logit map at other parameters,
+// as adaptive damping needs for the batch loss at the trial point w + s. LinearizeFunc provides
+// it for any model function; the affine head needs no evaluation (its logits are linear in the
+// parameters, z(w + s) = z + J_z s).
+type LogitsEvaluator interface {
+	Linearization
+	// LogitsAt returns the logits (b×C) of the same batch at params, shaped like Params().
+	LogitsAt(params Vec) *Node
+}
+
+// LinearizeFunc is Linearize for the logits fn(params) of a model function fn, which it keeps so
+// that the logits can be evaluated at other parameters (LogitsEvaluator). fn must build the
+// logits of the batch from the given parameter nodes alone (the features captured).
+func LinearizeFunc(fn func(params Vec) *Node, params Vec) LogitsEvaluator {
+	return &funcLinearization{Linearization: Linearize(fn(params), params), fn: fn}
+}
+
+type funcLinearization struct {
+	Linearization
+	fn func(Vec) *Node
+}
+
+func (l *funcLinearization) LogitsAt(params Vec) *Node {
+	own := l.Params()
+	if len(params) != len(own) {
+		exceptions.Panicf("fgn: LogitsAt got %d parameters, the linearisation has %d", len(params), len(own))
+	}
+	for k, p := range params {
+		if !p.Shape().Equal(own[k].Shape()) {
+			exceptions.Panicf("fgn: LogitsAt parameter %d has shape %s, want %s", k, p.Shape(), own[k].Shape())
+		}
+	}
+	return l.fn(params)
+}
+
+// linearInParams marks linearisations whose logits are affine in the parameters, so that
+// z(w + s) = z + J_z s exactly.
+type linearInParams interface{ linearInParams() }
+
+func (a *AffineHead) linearInParams() {}
+
+// checkTrialLogits panics, naming what to use, when an adaptive policy is paired with a
+// linearisation that cannot give the logits at the trial point.
+func checkTrialLogits(lin Linearization, policy DampingPolicy, optimizer string) {
+	if !policy.Adaptive() {
+		return
+	}
+	_, linear := lin.(linearInParams)
+	_, evaluator := lin.(LogitsEvaluator)
+	if !linear && !evaluator {
+		exceptions.Panicf("fgn: %s with %s damping needs the batch loss at the trial point w + αd, which a %T "+
+			"cannot evaluate: use an AffineHead or LinearizeFunc(modelFn, params) (in train.Trainer, record it with "+
+			"RecordLinearization), or a Linearization with LogitsAt", optimizer, policy, lin)
+	}
+}
+
+// trialLogits returns the logits at the updated parameters w + s: z + J_z s for a linearisation
+// linear in its parameters (zs = J_z s), else LogitsAt(updated).
+func trialLogits(lin Linearization, zs *Node, updated Vec) *Node {
+	if _, ok := lin.(linearInParams); ok {
+		return Add(lin.Logits(), zs)
+	}
+	return lin.(LogitsEvaluator).LogitsAt(updated)
+}
+
+// measureStep returns the predicted and actual decreases of the step s = α d (see
+// DampingPolicy) and the trial loss L(w + s). With z_s = J_z s (one logit JVP) and
+// g = (1/b) J_zᵀ(p − y) (eqs. 2.11, 3.8):
+//
+//	gᵀs      = (1/b) Σ_i (p_i − y_i)ᵀ z_s,i,
+//	sᵀH_FGN s = (1/b) Σ_i q_i (∇_z s_iᵀ z_s,i)²                       (eq. 3.8, J s = rowsum(∇_z s ⊙ z_s)),
+//	sᵀH_GGN s = (1/b) Σ_i [p_iᵀ z_s,i² − (p_iᵀ z_s,i)²]              (eq. 3.1).
+func measureStep(lin Linearization, labels *Node, dir *Direction, alpha *Node, updated Vec,
+	fgnCurvature bool) (predicted, actual, trialLoss *Node) {
+	z := lin.Logits()
+	m := NewMargin(z, labels)
+	zs := Mul(ConvertDType(alpha, z.DType()), lin.JVP(dir.D)) // J_z s
+	probs := Softmax(z, -1)
+	slope := ReduceAllMean(ReduceSum(Mul(Sub(probs, m.OneHot), zs), -1))
+	var curvature *Node
+	if fgnCurvature {
+		js := ReduceSum(Mul(m.GradS, zs), -1)
+		curvature = ReduceAllMean(Mul(m.Q, Square(js)))
+	} else {
+		pz := ReduceSum(Mul(probs, zs), -1)
+		curvature = ReduceAllMean(Sub(ReduceSum(Mul(probs, Square(zs)), -1), Square(pz)))
+	}
+	predicted = Neg(Add(slope, MulScalar(curvature, 0.5)))
+	trialLoss = ReduceAllMean(NewMargin(trialLogits(lin, zs, updated), labels).Loss)
+	return predicted, Sub(dir.Loss, trialLoss), trialLoss
+}
+
+// gainRatio returns actual/predicted where predicted > 0, else NaN.
+func gainRatio(predicted, actual *Node) *Node {
+	g := predicted.Graph()
+	dtype := predicted.DType()
+	positive := GreaterThan(predicted, ScalarZero(g, dtype))
+	safe := Where(positive, predicted, OnesLike(predicted))
+	return Where(positive, Div(actual, safe), Scalar(g, dtype, math.NaN()))
+}
+
+// dampingState returns the adaptive policy's λ variable under the optimizer's scope, created with
+// the initial damping on first use.
+func (o *gnOptimizer) dampingState(scope *model.Scope, dtype dtypes.DType) *model.Variable {
+	dir := scope.Store().Scope(path.Join("/", o.c.scopeName))
+	v := dir.VariableWithValue("damping", shapes.CastAsDType(o.c.s.Damping, dtype)).SetTrainable(false)
+	if v.DType() != dtype || v.Shape().Rank() != 0 {
+		exceptions.Panicf("fgn: damping state %q is %s, the step needs a %s scalar", v.Path(), v.Shape(), dtype)
+	}
+	return v
+}
+
+// scaledLambda returns k·λ as a scalar of dtype: the adaptive policy's state when the optimizer
+// set it, else the constant Lambda, folded in float64 so that k·λ is rounded once.
+func (c Settings) scaledLambda(g *Graph, dtype dtypes.DType, k float64) *Node {
+	if c.lambdaState != nil {
+		return MulScalar(ConvertDType(c.lambdaState, dtype), k)
+	}
+	return Scalar(g, dtype, k*c.Damping)
+}
+
+// stepDamping returns the damping telemetry of the step from w = lin.Params() to updated = w + αd.
+// For an adaptive policy it measures ρ and sets the next λ, kept when the step is not finite.
+func (o *gnOptimizer) stepDamping(lin Linearization, labels *Node, dir *Direction, alpha *Node, updated Vec,
+	cfg Settings) *StepDamping {
+	dtype := dir.Loss.DType()
+	lambda := cfg.scaledLambda(dir.Loss.Graph(), dtype, 1)
+	if !o.c.damping.Adaptive() {
+		return &StepDamping{Lambda: lambda, NextLambda: lambda, Accepted: dir.Finite}
+	}
+	predicted, actual, trialLoss := measureStep(lin, labels, dir, alpha, updated, o.c.fgn)
+	rho := gainRatio(predicted, actual)
+	decreased := GreaterOrEqual(actual, ZerosLike(actual))
+	return &StepDamping{
+		Lambda:     lambda,
+		NextLambda: keepUnless(dir.Finite, o.c.damping.Next(lambda, rho), lambda),
+		Predicted:  predicted,
+		Actual:     actual,
+		Rho:        rho,
+		Accepted:   LogicalAnd(dir.Finite, LogicalAnd(IsFinite(trialLoss), decreased)),
+	}
+}

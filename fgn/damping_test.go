@@ -1,0 +1,305 @@
+package fgn
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train"
+)
+
+// lmCases are the assemblies the damping tests run: FGN's three row operators and SGN, on the
+// affine head and on an MLP linearised with LinearizeFunc.
+var lmCases = []struct {
+	name string
+	opt  func() *GNConfig
+	mlp  bool
+}{
+	{"FGN affine closed form", FGN, false},
+	{"FGN affine matrix-free", func() *GNConfig { return FGN().RowOperator(MatrixFree) }, false},
+	{"FGN mlp LinearizeFunc", FGN, true},
+	{"SGN affine", SGN, false},
+	{"SGN mlp LinearizeFunc", SGN, true},
+}
+
+// lmStep is one optimizer step's telemetry, with the flattened direction and parameters.
+type lmStep struct {
+	loss, lambda, next, predicted, actual, rho float64
+	accepted                                   bool
+	d, before, after                           []float64
+}
+
+// lmSteps runs n steps of opt (an adaptive policy) on the problem's batch.
+func (m *optModel) lmSteps(t *testing.T, opt Optimizer, p *problem, n int) []lmStep {
+	t.Helper()
+	exec := model.MustNewExec(testBackend, m.store, func(scope *model.Scope, h, labels *Node) []*Node {
+		dir := opt.UpdateGraphWithLinearization(scope, m.lin(h), labels)
+		dd := dir.Damping
+		return []*Node{dir.Loss, dd.Lambda, dd.NextLambda, dd.Predicted, dd.Actual, dd.Rho, flattenVec(dir.D), dd.Accepted}
+	})
+	steps := make([]lmStep, n)
+	for k := range steps {
+		before := m.flatParams()
+		out, err := exec.Call(p.h, p.labels)
+		if err != nil {
+			t.Fatalf("step %d: %+v", k, err)
+		}
+		v := make([]float64, 6)
+		for i := range v {
+			v[i] = flat64(out[i])[0]
+		}
+		steps[k] = lmStep{loss: v[0], lambda: v[1], next: v[2], predicted: v[3], actual: v[4], rho: v[5],
+			d: flat64(out[6]), accepted: tensors.ToScalar[bool](out[7]), before: before, after: m.flatParams()}
+	}
+	return steps
+}
+
+// batchLoss returns the mean cross-entropy of the problem's batch at the flattened parameters w,
+// in float64.
+func batchLoss(t *testing.T, p *problem, mlp bool, w []float64) float64 {
+	t.Helper()
+	shapes := [][]int{{p.d, p.c}, {p.c}}
+	if mlp {
+		shapes = [][]int{{p.d, p.hidden}, {p.hidden}, {p.hidden, p.c}, {p.c}}
+	}
+	inputs := []any{p.h, p.labels}
+	for _, dims := range shapes {
+		size := 1
+		for _, n := range dims {
+			size *= n
+		}
+		inputs = append(inputs, tensors.FromFlatDataAndDimensions(append([]float64(nil), w[:size]...), dims...))
+		w = w[size:]
+	}
+	return run(t, func(in []*Node) []*Node {
+		var z *Node
+		if mlp {
+			z = mlpLogits(in[0], Vec(in[2:6]))
+		} else {
+			z = NewAffineHead(in[0], in[2], in[3]).Logits()
+		}
+		return []*Node{ReduceAllMean(NewMargin(z, in[1]).Loss)}
+	}, inputs...)[0][0]
+}
+
+// TestLMDecreasesMatchDense checks an LM step's telemetry against float64 dense references: the
+// predicted decrease −(α gᵀd + ½α² dᵀH d) with g and H = H_FGN or H_GGN from NewDense, the
+// actual decrease L(w) − L(w + αd) evaluated at the stepped parameters, and ρ their ratio.
+func TestLMDecreasesMatchDense(t *testing.T) {
+	const alpha, lambda = 0.7, 0.3
+	p := newProblem(41, 9, 5, 4, 3, 1)
+	for _, tc := range lmCases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newOptModel(p, tc.mlp, false)
+			m.modelFunc = true
+			opt := tc.opt().LearningRate(alpha).Damping(lambda).DampingPolicy(LevenbergMarquardt()).Done()
+			s := m.lmSteps(t, opt, p, 1)[0]
+			dn := runDense(t, p, tc.mlp)
+			h := dn.fgn
+			if !opt.(*gnOptimizer).c.fgn {
+				h = dn.ggn
+			}
+			var gd, dhd float64
+			for i := range dn.d {
+				gd += dn.grad[i] * s.d[i]
+				for j := range dn.d {
+					dhd += s.d[i] * h[i*dn.d+j] * s.d[j]
+				}
+			}
+			predicted := -(alpha*gd + 0.5*alpha*alpha*dhd)
+			check(t, "predicted decrease vs dense", math.Abs(s.predicted-predicted)/math.Abs(predicted), 1e-10)
+			trial := make([]float64, len(s.before))
+			for i := range trial {
+				trial[i] = s.before[i] + alpha*s.d[i]
+			}
+			l0 := batchLoss(t, p, tc.mlp, s.before)
+			actual := l0 - batchLoss(t, p, tc.mlp, trial)
+			check(t, "actual decrease vs float64 evaluation (relative to the loss)", math.Abs(s.actual-actual)/l0, 1e-13)
+			check(t, "ρ vs actual/predicted", math.Abs(s.rho-s.actual/s.predicted)/math.Abs(s.rho), 1e-15)
+			if s.lambda != lambda || !s.accepted {
+				t.Errorf("first step: λ %g accepted %v, want λ %g and a step that decreases the loss (actual %g)",
+					s.lambda, s.accepted, lambda, s.actual)
+			}
+		})
+	}
+}
+
+// illConditioned returns a batch whose feature columns span six orders of magnitude.
+func illConditioned() *problem {
+	p := newProblem(42, 16, 6, 4, 5, 0.3)
+	for i := range p.h {
+		row := append([]float64(nil), p.h[i]...)
+		for j := range row {
+			row[j] *= math.Pow(10, float64(j-3)/2)
+		}
+		p.h[i] = row
+	}
+	return p
+}
+
+// TestLMAdapts runs many LM steps with a large step size from a small λ on an ill-conditioned
+// batch and checks, step by step, that λ follows the update rule of LMDamping exactly (it goes up
+// after a bad step and down after good ones, both of which occur), that every accepted step does
+// not increase the batch loss, and that a rejected step leaves every parameter bit-identical.
+func TestLMAdapts(t *testing.T) {
+	const steps = 60
+	p := illConditioned()
+	policy := LevenbergMarquardt()
+	for _, tc := range lmCases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newOptModel(p, tc.mlp, false)
+			m.modelFunc = true
+			opt := tc.opt().LearningRate(1.5).Damping(1e-2).CGMaxIterations(20).DampingPolicy(policy).Done()
+			trace := m.lmSteps(t, opt, p, steps)
+			var ups, downs, rejected int
+			worst := 0.0 // largest relative loss increase over accepted steps
+			for k, s := range trace {
+				want := s.lambda
+				switch {
+				case !(s.rho >= policy.LowerRho):
+					want = math.Min(s.lambda*policy.Increase, policy.MaxLambda)
+					ups++
+				case s.rho > policy.UpperRho:
+					want = math.Max(s.lambda*policy.Decrease, policy.MinLambda)
+					downs++
+				}
+				if s.next != want {
+					t.Errorf("step %d: ρ %g, λ %g → %g, want %g", k, s.rho, s.lambda, s.next, want)
+				}
+				if k+1 < steps && trace[k+1].lambda != s.next {
+					t.Errorf("step %d solved with λ %g, the previous step set %g", k+1, trace[k+1].lambda, s.next)
+				}
+				if s.accepted != (s.actual >= 0) {
+					t.Errorf("step %d: accepted %v with actual decrease %g", k, s.accepted, s.actual)
+				}
+				if !s.accepted {
+					rejected++
+					if !equalBits(s.after, s.before) {
+						t.Errorf("step %d was rejected but changed the parameters", k)
+					}
+					continue
+				}
+				if k+1 < steps { // the next step's loss is the loss at the accepted point
+					worst = math.Max(worst, (trace[k+1].loss-s.loss)/s.loss)
+				}
+			}
+			t.Logf("%d steps: λ up %d, down %d, %d rejected; loss %.6g → %.6g, λ %g → %g", steps, ups, downs,
+				rejected, trace[0].loss, trace[steps-1].loss, trace[0].lambda, trace[steps-1].next)
+			check(t, "largest relative loss increase over accepted steps", math.Max(worst, 0), 1e-14)
+			if ups == 0 || downs == 0 || rejected == 0 {
+				t.Errorf("λ went up %d and down %d times with %d rejected steps: the problem no longer exercises "+
+					"the policy, make it harder", ups, downs, rejected)
+			}
+			if !(trace[steps-1].loss < trace[0].loss) {
+				t.Errorf("the loss did not decrease: %g → %g", trace[0].loss, trace[steps-1].loss)
+			}
+		})
+	}
+}
+
+// TestConstantDampingUnchanged checks that the default policy, ConstantDamping, takes the step
+// w + α d of the public direction functions bit for bit and adds no state variable.
+func TestConstantDampingUnchanged(t *testing.T) {
+	const alpha, lambda = 0.4, 0.6
+	p := newProblem(43, 8, 5, 4, 3, 1)
+	for _, tc := range []struct {
+		name string
+		opt  *GNConfig
+		mlp  bool
+		dir  func(lin Linearization, labels *Node, cfg Settings) *Direction
+	}{
+		{"FGN affine closed form", FGN(), false, func(lin Linearization, labels *Node, cfg Settings) *Direction {
+			return FGNAffineDirection(lin.(*AffineHead), labels, nil, cfg)
+		}},
+		{"FGN mlp", FGN(), true, func(lin Linearization, labels *Node, cfg Settings) *Direction {
+			return FGNDirection(lin, labels, nil, cfg)
+		}},
+		{"SGN mlp", SGN(), true, func(lin Linearization, labels *Node, cfg Settings) *Direction {
+			return SGNDirection(lin, labels, nil, cfg)
+		}},
+	} {
+		for _, explicit := range []bool{false, true} {
+			name := tc.name + " default"
+			opt := *tc.opt
+			if explicit {
+				name = tc.name + " ConstantDamping{}"
+				opt.DampingPolicy(ConstantDamping{})
+			}
+			t.Run(name, func(t *testing.T) {
+				m := newOptModel(p, tc.mlp, false)
+				want := flat64(model.MustNewExec(testBackend, m.store, func(_ *model.Scope, h, labels *Node) *Node {
+					lin := m.lin(h)
+					d := tc.dir(lin, labels, Settings{Damping: lambda, CG: DefaultSettings().CG})
+					return flattenVec(vecAxpy(lin.Params(), Scalar(h.Graph(), dtypes.Float64, alpha), d.D))
+				}).MustCall(p.h, p.labels)[0])
+				m.step(t, opt.LearningRate(alpha).Damping(lambda).Done(), p, 1)
+				if !equalBits(m.flatParams(), want) {
+					t.Errorf("constant damping step differs from w + αd of the direction function: relative %g",
+						relErr(m.flatParams(), want))
+				}
+				for v := range m.store.IterVariables() {
+					if strings.HasSuffix(v.Path(), "/damping") {
+						t.Errorf("constant damping created the state variable %s", v.Path())
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestDampingErrors(t *testing.T) {
+	lm := func(edit func(*LMDamping)) DampingPolicy {
+		p := LevenbergMarquardt()
+		edit(&p)
+		return p
+	}
+	for _, tc := range []struct {
+		cfg  *GNConfig
+		want string
+	}{
+		{FGN().DampingPolicy(nil), "no damping policy"},
+		{FGN().DampingPolicy(lm(func(p *LMDamping) { p.LowerRho = 0.8 })), "ρ thresholds"},
+		{SGN().DampingPolicy(lm(func(p *LMDamping) { p.UpperRho = math.Inf(1) })), "ρ thresholds"},
+		{FGN().DampingPolicy(lm(func(p *LMDamping) { p.Increase = 1 })), "increase factor"},
+		{FGN().DampingPolicy(lm(func(p *LMDamping) { p.Decrease = 1 })), "decrease factor"},
+		{FGN().DampingPolicy(lm(func(p *LMDamping) { p.MinLambda = 0 })), "λ bounds"},
+		{FGN().DampingPolicy(lm(func(p *LMDamping) { p.MaxLambda = math.NaN() })), "λ bounds"},
+		{FGN().Damping(1e7).DampingPolicy(LevenbergMarquardt()), "outside the Levenberg-Marquardt bounds"},
+	} {
+		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate() = %v, want an error about %q", err, tc.want)
+		}
+	}
+	for _, name := range []string{"constant", "lm"} {
+		if p, err := ParseDampingPolicy(name); err != nil || p.String() != name {
+			t.Errorf("ParseDampingPolicy(%q) = %v, %v", name, p, err)
+		}
+	}
+	if _, err := ParseDampingPolicy("trust"); err == nil || !strings.Contains(err.Error(), `"constant" or "lm"`) {
+		t.Errorf("ParseDampingPolicy(trust): error %v", err)
+	}
+
+	// An adaptive policy with a linearisation that cannot evaluate the trial logits is a
+	// graph-building error naming what to use, through both entry points.
+	p := newProblem(44, 6, 4, 3, 3, 1)
+	const want = "use an AffineHead or LinearizeFunc(modelFn, params)"
+	m := newOptModel(p, true, false)
+	_, err := model.MustNewExec(testBackend, m.store, func(scope *model.Scope, h, labels *Node) *Node {
+		return FGN().DampingPolicy(LevenbergMarquardt()).Done().UpdateGraphWithLinearization(scope, m.lin(h), labels).Loss
+	}).Call(p.h, p.labels)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("LM with Linearize: error %v, want one containing %q", err, want)
+	}
+	for _, opt := range []*GNConfig{FGN(), SGN()} {
+		m := newOptModel(p, true, false)
+		trainer := train.NewTrainer(testBackend, m.store, m.logits, Loss, opt.DampingPolicy(LevenbergMarquardt()).Done(), nil, nil)
+		if _, err := trainer.TrainStep(p.batch()); err == nil ||
+			!strings.Contains(err.Error(), "record its linearisation with RecordLinearization, an AffineHead or LinearizeFunc") {
+			t.Errorf("%s LM in train.Trainer without a recorded linearisation: error %v", opt.name(), err)
+		}
+	}
+}

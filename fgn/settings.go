@@ -1,0 +1,215 @@
+package fgn
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/support/exceptions"
+)
+
+// The paper's hyper-parameters (sec. 5, app. F.2), shared by FGN and SGN.
+const (
+	DefaultLearningRate    = 0.1  // step size α
+	DefaultDamping         = 1.0  // damping λ
+	DefaultCGMaxIterations = 5    // CG iteration cap N_CG
+	DefaultCGTolerance     = 1e-5 // CG relative residual tolerance
+)
+
+// Settings are the hyper-parameters of a damped Gauss-Newton step, FGN or SGN: the one settings
+// type of the optimizers (FGN().WithSettings), the direction functions, the experiments, their
+// selection files and the command line. Struct tags give the names used in JSON and YAML files,
+// CSV headers and flags. Start from DefaultSettings; a zero field is not a default.
+type Settings struct {
+	// LearningRate is the step size α > 0 of w ← w + α d (the direction functions ignore it).
+	LearningRate float64 `json:"learning_rate" yaml:"learning_rate"`
+	// Damping is λ > 0: the constant damping, or an adaptive policy's initial λ.
+	Damping float64 `json:"damping" yaml:"damping"`
+	// CG configures the inner solve.
+	CG CGSettings `json:"cg" yaml:"cg"`
+	// RowOperator is how FGN applies its row operator on an AffineHead (other linearisations are
+	// always matrix-free; SGN ignores it).
+	RowOperator RowOperator `json:"row_operator" yaml:"row_operator"`
+	// WarmStart starts CG from the previous step's solution: the previous direction for SGN, the
+	// previous row-space solution u for FGN (meaningful only for a fixed batch size).
+	WarmStart bool `json:"warm_start" yaml:"warm_start"`
+	// SaturationFloor is the smallest curvature weight q_i = p_★p_† that is whitened; 0 selects
+	// the square of the dtype's machine epsilon. See FGNDirection.
+	SaturationFloor float64 `json:"saturation_floor,omitempty" yaml:"saturation_floor,omitempty"`
+
+	// lambdaState, set by the optimizers for an adaptive DampingPolicy, is the current λ (a
+	// scalar node); Damping is then its initial value.
+	lambdaState *Node
+}
+
+// CGSettings configures conjugate gradients.
+type CGSettings struct {
+	// MaxIterations caps the number of iterations (the paper's N_CG).
+	MaxIterations int `json:"max_iterations" yaml:"max_iterations"`
+	// Tolerance is the relative residual tolerance; StoppingRule says which residual.
+	Tolerance float64 `json:"tolerance" yaml:"tolerance"`
+	// StoppingRule is FGN's stopping rule. SGN's CG runs in parameter space, where both rules
+	// are the same test ‖(H_GGN + λI) d + g‖ ≤ Tolerance·‖g‖.
+	StoppingRule StoppingRule `json:"stopping_rule" yaml:"stopping_rule"`
+}
+
+// DefaultSettings returns the paper's settings: α = 0.1, λ = 1, at most 5 CG iterations with
+// tolerance 1e-5 on the parameter-space residual, FGN's closed-form Gram, no warm start.
+func DefaultSettings() Settings {
+	return Settings{LearningRate: DefaultLearningRate, Damping: DefaultDamping,
+		CG: CGSettings{MaxIterations: DefaultCGMaxIterations, Tolerance: DefaultCGTolerance}}
+}
+
+// Validate reports the first invalid setting, naming it.
+func (s Settings) Validate() error {
+	if !(s.LearningRate > 0) || math.IsInf(s.LearningRate, 0) {
+		return fmt.Errorf("fgn: learning rate α must be finite and > 0, got %g", s.LearningRate)
+	}
+	return s.validateSolve()
+}
+
+// validateSolve checks the settings a direction uses (all but the learning rate). The
+// graph-building functions panic with its error; host entry points return it.
+func (s Settings) validateSolve() error {
+	if !(s.Damping > 0) || math.IsInf(s.Damping, 0) {
+		return fmt.Errorf("fgn: damping λ must be finite and > 0, got %g", s.Damping)
+	}
+	if err := s.CG.Validate(); err != nil {
+		return err
+	}
+	if s.RowOperator != ClosedFormGram && s.RowOperator != MatrixFree {
+		return fmt.Errorf("fgn: unknown row operator %d", int(s.RowOperator))
+	}
+	if !(s.SaturationFloor >= 0 && s.SaturationFloor < 0.25) {
+		return fmt.Errorf("fgn: saturation floor must be in [0, 1/4), got %g", s.SaturationFloor)
+	}
+	return nil
+}
+
+func (s Settings) mustValidateSolve() {
+	if err := s.validateSolve(); err != nil {
+		exceptions.Panicf("%v", err)
+	}
+}
+
+func (s Settings) floor(dtype dtypes.DType) float64 {
+	if s.SaturationFloor > 0 {
+		return s.SaturationFloor
+	}
+	if dtype == dtypes.Float64 {
+		eps := math.Nextafter(1, 2) - 1
+		return eps * eps
+	}
+	eps := float64(math.Nextafter32(1, 2) - 1)
+	return eps * eps
+}
+
+// Validate reports the first invalid CG setting.
+func (s CGSettings) Validate() error {
+	switch {
+	case s.MaxIterations < 1:
+		return fmt.Errorf("fgn: CG iteration cap must be ≥ 1, got %d", s.MaxIterations)
+	case !(s.Tolerance >= 0) || math.IsInf(s.Tolerance, 1):
+		return fmt.Errorf("fgn: CG tolerance must be finite and ≥ 0, got %g", s.Tolerance)
+	case s.StoppingRule != StopParameterResidual && s.StoppingRule != StopWhitenedRowResidual:
+		return fmt.Errorf("fgn: unknown CG stopping rule %d", int(s.StoppingRule))
+	}
+	return nil
+}
+
+// RowOperator is how FGN applies the damped row operator K + bλI of its b-dimensional solve.
+type RowOperator int
+
+const (
+	// ClosedFormGram forms the b×b margin Gram of an AffineHead once per step (appendix F.2) and
+	// iterates on it.
+	ClosedFormGram RowOperator = iota
+	// MatrixFree applies K by one VJP and one JVP of the margin map per CG iteration (eq. 4.8).
+	MatrixFree
+)
+
+// String returns the operator's name in labels: "closed-form Gram" or "matrix-free".
+func (r RowOperator) String() string {
+	switch r {
+	case ClosedFormGram:
+		return "closed-form Gram"
+	case MatrixFree:
+		return "matrix-free"
+	}
+	return "RowOperator(" + strconv.Itoa(int(r)) + ")"
+}
+
+// MarshalText writes the operator's name in files and flags: "closed-form-gram" or "matrix-free".
+func (r RowOperator) MarshalText() ([]byte, error) {
+	switch r {
+	case ClosedFormGram:
+		return []byte("closed-form-gram"), nil
+	case MatrixFree:
+		return []byte("matrix-free"), nil
+	}
+	return nil, fmt.Errorf("fgn: unknown row operator %d", int(r))
+}
+
+// UnmarshalText is the inverse of MarshalText.
+func (r *RowOperator) UnmarshalText(text []byte) error {
+	for _, op := range []RowOperator{ClosedFormGram, MatrixFree} {
+		if name, _ := op.MarshalText(); string(name) == string(text) {
+			*r = op
+			return nil
+		}
+	}
+	return fmt.Errorf("fgn: unknown row operator %q (want closed-form-gram or matrix-free)", text)
+}
+
+// StoppingRule selects the residual that FGN's row-space CG tests against its tolerance.
+type StoppingRule int
+
+const (
+	// StopParameterResidual stops FGN's CG once the parameter-space residual of the direction it
+	// back-projects is small relative to the gradient:
+	//
+	//	‖(H_FGN + λI) d + g‖ ≤ Tol·‖g‖.
+	//
+	// This is what the step needs, whatever the scale of the row system. FGNDirection states the
+	// identity by which it is evaluated in row space. It is the default.
+	StopParameterResidual StoppingRule = iota
+	// StopWhitenedRowResidual is the rule of the paper's Algorithm 1: stop once the whitened row
+	// residual e = r̃ − (K + bλI)u satisfies ‖e‖ ≤ Tol·‖r̃‖. On a batch holding confidently
+	// misclassified examples (large margin s, tiny q, r̃_i = √(p_†/p_★) ≈ e^{s/2}) it is met after
+	// one iteration whatever the tolerance, far from the solution; it is kept to reproduce the
+	// paper's runs.
+	StopWhitenedRowResidual
+)
+
+// String returns the rule's name as used in flags and CSV files: "parameter" or "whitened-row".
+func (r StoppingRule) String() string {
+	switch r {
+	case StopParameterResidual:
+		return "parameter"
+	case StopWhitenedRowResidual:
+		return "whitened-row"
+	}
+	return "StoppingRule(" + strconv.Itoa(int(r)) + ")"
+}
+
+// MarshalText writes the rule's name, as String does.
+func (r StoppingRule) MarshalText() ([]byte, error) {
+	if r != StopParameterResidual && r != StopWhitenedRowResidual {
+		return nil, fmt.Errorf("fgn: unknown CG stopping rule %d", int(r))
+	}
+	return []byte(r.String()), nil
+}
+
+// UnmarshalText is the inverse of MarshalText.
+func (r *StoppingRule) UnmarshalText(text []byte) error {
+	for _, rule := range []StoppingRule{StopParameterResidual, StopWhitenedRowResidual} {
+		if rule.String() == string(text) {
+			*r = rule
+			return nil
+		}
+	}
+	return fmt.Errorf("fgn: unknown CG stopping rule %q (want %q or %q)", text,
+		StopParameterResidual, StopWhitenedRowResidual)
+}

@@ -1,6 +1,7 @@
 package fgn
 
 import (
+	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/support/exceptions"
 )
@@ -90,6 +91,10 @@ func (l *autodiffLinearization) vjp(m *Node) Vec {
 type AffineHead struct {
 	// H holds the features (b×d); W (d×C) and Bias (C) are the parameters.
 	H, W, Bias *Node
+	// HT is hᵀ (d×b), the operand layout of VJP's product hᵀ m. NewAffineHead transposes h once
+	// per graph, so the VJPs of a step (and of every CG iteration) share one transpose; with
+	// frozen features and static batches callers may replace it by hᵀ laid out once per batch.
+	HT *Node
 	// FeatureGram optionally holds h hᵀ + 1 (b×b, see FeatureGram) for FGNAffineDirection. With
 	// frozen features and static batches it is the same in every epoch and can be computed once
 	// per batch; nil means FGNAffineDirection computes it.
@@ -104,7 +109,7 @@ func NewAffineHead(h, w, bias *Node) *AffineHead {
 		exceptions.Panicf("fgn.NewAffineHead: need h (b×d), W (d×C), bias (C); got %s, %s, %s",
 			h.Shape(), w.Shape(), bias.Shape())
 	}
-	return &AffineHead{H: h, W: w, Bias: bias, logits: Add(MatMul(h, w), ExpandAxes(bias, 0))}
+	return &AffineHead{H: h, W: w, Bias: bias, HT: Transpose(h, 0, 1), logits: Add(MatMul(h, w), ExpandAxes(bias, 0))}
 }
 
 func (a *AffineHead) Logits() *Node { return a.logits }
@@ -112,7 +117,18 @@ func (a *AffineHead) Params() Vec   { return Vec{a.W, a.Bias} }
 func (a *AffineHead) whileSafe()    {}
 
 func (a *AffineHead) VJP(m *Node) Vec {
-	return Vec{Einsum("bd,bc->dc", a.H, m), ReduceSum(m, 0)}
+	return Vec{MatMul(a.HT, m), sumFirstAxis(m)}
+}
+
+// sumFirstAxis returns Σ_i x_ij of a matrix x (n×m) and sumLastAxis Σ_j x_ij, each as a product
+// with a vector of ones: the pure-Go backend runs reductions as generic element loops but
+// products on its vectorised matrix kernels, and other backends treat both forms alike.
+func sumFirstAxis(x *Node) *Node {
+	return Reshape(MatMul(Ones(x.Graph(), shapes.Make(x.DType(), 1, x.Shape().Dim(0))), x), x.Shape().Dim(1))
+}
+
+func sumLastAxis(x *Node) *Node {
+	return Reshape(MatMul(x, Ones(x.Graph(), shapes.Make(x.DType(), x.Shape().Dim(1), 1))), x.Shape().Dim(0))
 }
 
 func (a *AffineHead) JVP(v Vec) *Node {

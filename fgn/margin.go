@@ -3,6 +3,7 @@ package fgn
 import (
 	"math"
 
+	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/support/exceptions"
 )
@@ -65,22 +66,22 @@ func NewMargin(logits, labels *Node) *Margin {
 	}
 	g := logits.Graph()
 	dtype := logits.DType()
-	oneHot := OneHot(labels, numClasses, dtype)
-	isTrue := OneHot(labels, numClasses, labels.DType())
-	isTrue = Equal(isTrue, OnesLike(isTrue))
-
-	zStar := ReduceSum(Mul(logits, oneHot), -1)
+	// The true-class mask is built once: on a backend that does not fuse element-wise work,
+	// every b×C node is a pass over memory.
+	isTrue := Equal(ExpandAxes(labels, -1), Iota(g, shapes.Make(labels.DType(), 1, numClasses), 1))
+	oneHot := ConvertDType(isTrue, dtype)
+	rows := Iota(g, shapes.Make(labels.DType(), b), 0)
+	zStar := Gather(logits, Stack([]*Node{rows, labels}, -1)) // z_★ = z[i, y_i]
 	// Competitor logits with the true class masked out by -∞; C ≥ 2 guarantees at least one
 	// finite competitor, so the shift m is finite.
-	negInf := BroadcastToDims(Scalar(g, dtype, math.Inf(-1)), b, numClasses)
-	competitors := Where(isTrue, negInf, logits)
+	competitors := Where(isTrue, Scalar(g, dtype, math.Inf(-1)), logits)
 	m := StopGradient(ReduceMax(competitors, -1))
 	shifted := Exp(Sub(competitors, ExpandAxes(m, -1))) // 0 at the true class
-	sumShifted := ReduceSum(shifted, -1)
+	sumShifted := sumLastAxis(shifted)
 	zDagger := Add(m, Log(sumShifted))
 	s := Sub(zDagger, zStar)
 
-	rho := Div(shifted, ExpandAxes(sumShifted, -1))
+	rho := Mul(shifted, ExpandAxes(Reciprocal(sumShifted), -1))
 	pDagger := Logistic(s)
 	pStar := Logistic(Neg(s))
 	loss := Add(Max(s, ZerosLike(s)), Log1p(Exp(Neg(Abs(s)))))
@@ -92,7 +93,7 @@ func NewMargin(logits, labels *Node) *Margin {
 		Rho:     rho,
 		Xi:      OneMinus(ReduceSum(Square(rho), -1)),
 		Loss:    loss,
-		GradS:   Sub(rho, oneHot),
+		GradS:   Where(isTrue, Scalar(g, dtype, -1), rho),
 		OneHot:  oneHot,
 	}
 }

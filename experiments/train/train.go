@@ -247,22 +247,38 @@ func run(be compute.Backend, cfg Config, classes int, trainSet, evalSet *feature
 	for k, idx := range batches {
 		xs[k], ys[k] = gather(trainSet, idx)
 	}
-	cachedGram := cfg.Method == FGN && cfg.Model.Hidden == 0
-	step, err := newStep(be, store, vars, cfg.Model, cfg.Method, h, cachedGram)
+	linear := cfg.Model.Hidden == 0
+	cache := batchCache{transposed: linear && cfg.Method != Adam, gram: linear && cfg.Method == FGN}
+	step, err := newStep(be, store, vars, cfg.Model, cfg.Method, h, cache)
 	if err != nil {
 		return nil, err
 	}
-	stepInputs := func(k int) []any { return []any{xs[k], ys[k]} }
-	inputShapes := []shapes.Shape{xs[0].Shape(), ys[0].Shape()}
+	var cached [][]*tensors.Tensor // per-batch inputs after x and y, in newStep's order
 	var optSeconds float64
-	if cachedGram {
-		grams, seconds, err := featureGrams(be, xs)
+	for _, c := range []struct {
+		on bool
+		fn func(*Node) *Node
+	}{{cache.transposed, func(x *Node) *Node { return Transpose(x, 0, 1) }}, {cache.gram, fgn.FeatureGram}} {
+		if !c.on {
+			continue
+		}
+		out, seconds, err := perBatch(be, xs, c.fn)
 		if err != nil {
 			return nil, err
 		}
 		optSeconds += seconds
-		stepInputs = func(k int) []any { return []any{xs[k], ys[k], grams[k]} }
-		inputShapes = append(inputShapes, grams[0].Shape())
+		cached = append(cached, out)
+	}
+	stepInputs := func(k int) []any {
+		in := []any{xs[k], ys[k]}
+		for _, c := range cached {
+			in = append(in, c[k])
+		}
+		return in
+	}
+	inputShapes := []shapes.Shape{xs[0].Shape(), ys[0].Shape()}
+	for _, c := range cached {
+		inputShapes = append(inputShapes, c[0].Shape())
 	}
 	if _, err := step.Compile(inputShapes...); err != nil {
 		return nil, fmt.Errorf("compiling the %s step: %w", cfg.Method, err)
@@ -331,12 +347,17 @@ func run(be compute.Backend, cfg Config, classes int, trainSet, evalSet *feature
 	return trace, nil
 }
 
-// newStep compiles (lazily) one optimisation step: inputs x, y[, feature Gram]; outputs the
+// batchCache says which per-batch layouts of a linear head's frozen features a step takes as
+// inputs after x and y, in this order: hᵀ for the head's VJPs (SGN and FGN), and the feature Gram
+// h hᵀ + 1 for FGN's closed-form row Gram. Both are computed once per static batch.
+type batchCache struct{ transposed, gram bool }
+
+// newStep compiles (lazily) one optimisation step: inputs x, y and the cached layouts; outputs the
 // batch loss, CG iterations, CG residual, mean p_†, mean ξ, the damping telemetry (λ, next λ,
 // predicted and actual decrease, ρ; NaN where the method has none), whether the step was finite
 // and whether it was taken (a step not taken changes nothing but an adaptive policy's λ).
 func newStep(be compute.Backend, store *model.Store, vars []*model.Variable, m Model, method Method, h Hyper,
-	cachedGram bool) (*model.Exec, error) {
+	cache batchCache) (*model.Exec, error) {
 	var gn fgn.Optimizer
 	var adam optimizer.Interface
 	switch method {
@@ -358,8 +379,13 @@ func newStep(be compute.Backend, store *model.Store, vars []*model.Variable, m M
 	}
 	return model.NewExec(be, store, func(scope *model.Scope, in []*Node) []*Node {
 		lin := m.linearize(vars, in[0])
-		if cachedGram {
-			lin.(*fgn.AffineHead).FeatureGram = in[2]
+		next := 2
+		if cache.transposed {
+			lin.(*fgn.AffineHead).HT = in[next]
+			next++
+		}
+		if cache.gram {
+			lin.(*fgn.AffineHead).FeatureGram = in[next]
 		}
 		if adam != nil {
 			margin := fgn.NewMargin(lin.Logits(), in[1])
@@ -450,26 +476,26 @@ type gradientsUpdater interface {
 	UpdateGraphWithGradients(scope *model.Scope, grads []*Node, lossDType dtypes.DType)
 }
 
-// featureGrams computes h hᵀ + 1 for every static batch once, returning the time it took.
-func featureGrams(be compute.Backend, xs []*tensors.Tensor) ([]*tensors.Tensor, float64, error) {
-	exec, err := NewExec(be, fgn.FeatureGram)
+// perBatch computes fn(x) for every static batch x once, returning the results and the time it took.
+func perBatch(be compute.Backend, xs []*tensors.Tensor, fn func(*Node) *Node) ([]*tensors.Tensor, float64, error) {
+	exec, err := NewExec(be, fn)
 	if err != nil {
 		return nil, 0, err
 	}
 	if _, err := exec.Compile(xs[0].Shape()); err != nil {
 		return nil, 0, err
 	}
-	grams := make([]*tensors.Tensor, len(xs))
+	outs := make([]*tensors.Tensor, len(xs))
 	start := time.Now()
 	for k, x := range xs {
 		out, err := exec.Call(x)
 		if err != nil {
 			return nil, 0, err
 		}
-		grams[k] = out[0]
+		outs[k] = out[0]
 	}
-	_ = grams[len(grams)-1].Value() // reading the last result synchronises the device
-	return grams, time.Since(start).Seconds(), nil
+	_ = outs[len(outs)-1].Value() // reading the last result synchronises the device
+	return outs, time.Since(start).Seconds(), nil
 }
 
 // evaluator computes the mean cross-entropy on both splits and the accuracy on the held-out one.

@@ -2,7 +2,51 @@ package fgn
 
 import (
 	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/support/exceptions"
 )
+
+// AffineHead is the linearisation of the affine head z = h W + 1 bᵀ (h: b×d features, W: d×C,
+// bias: C), whose Jacobian products have closed forms:
+//
+//	J_z (V, v) = h V + 1 vᵀ,       J_zᵀ m = (hᵀ m, 1ᵀ m).
+//
+// It is exact (the logits are linear in (W, b)), costs one b×d×C product per call, and is safe
+// to use inside in-graph loops. Params is (W, bias).
+type AffineHead struct {
+	// H holds the features (b×d); W (d×C) and Bias (C) are the parameters.
+	H, W, Bias *Node
+	// HT is hᵀ (d×b), the operand layout of VJP's product hᵀ m. NewAffineHead transposes h once
+	// per graph, so the VJPs of a step (and of every CG iteration) share one transpose; with
+	// frozen features and static batches callers may replace it by hᵀ laid out once per batch.
+	HT *Node
+	// FeatureGram optionally holds h hᵀ + 1 (b×b, see FeatureGram) for FGNAffineDirection. With
+	// frozen features and static batches it is the same in every epoch and can be computed once
+	// per batch; nil means FGNAffineDirection computes it.
+	FeatureGram *Node
+	logits      *Node
+}
+
+// NewAffineHead builds the affine head z = h W + 1 biasᵀ and its linearisation.
+func NewAffineHead(h, w, bias *Node) *AffineHead {
+	if h.Rank() != 2 || w.Rank() != 2 || bias.Rank() != 1 || h.Shape().Dim(1) != w.Shape().Dim(0) ||
+		w.Shape().Dim(1) != bias.Shape().Dim(0) {
+		exceptions.Panicf("fgn.NewAffineHead: need h (b×d), W (d×C), bias (C); got %s, %s, %s",
+			h.Shape(), w.Shape(), bias.Shape())
+	}
+	return &AffineHead{H: h, W: w, Bias: bias, HT: Transpose(h, 0, 1), logits: Add(MatMul(h, w), ExpandAxes(bias, 0))}
+}
+
+func (a *AffineHead) Logits() *Node { return a.logits }
+func (a *AffineHead) Params() Vec   { return Vec{a.W, a.Bias} }
+func (a *AffineHead) whileSafe()    {}
+
+func (a *AffineHead) VJP(m *Node) Vec {
+	return Vec{MatMul(a.HT, m), sumFirstAxis(m)}
+}
+
+func (a *AffineHead) JVP(v Vec) *Node {
+	return Add(MatMul(a.H, v[0]), ExpandAxes(v[1], 0))
+}
 
 // FeatureGram returns h hᵀ + 1 (b×b) for features h (b×d): the Gram matrix of the affine-head
 // inputs (h_i, 1). With frozen features and static batches it is constant across epochs, so

@@ -12,6 +12,7 @@ import (
 	"github.com/fgn-paper/fgn/experiments/headopt"
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/train"
+	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/cli"
 	"github.com/fgn-paper/fgn/internal/progress"
@@ -187,7 +188,7 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 	if n, ok := seeds.get(); ok {
 		p.Seeds = n
 	}
-	hypers := map[train.Method]train.Hyper{}
+	hypers := map[train.Method]fgn.Settings{}
 	hyperSource := headopt.PaperHypers
 	if *config != "" {
 		if hypers, _, err = headopt.ReadSelection(*config, d.Tag(), p.Methods); err != nil {
@@ -200,7 +201,7 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 	}
 	command := strings.TrimSpace("fgn headopt " + strings.Join(args, " "))
 	fmt.Fprintf(stdout, "backend: %s\ndevice: %s\n", backend.Describe(be), report.Device())
-	cfg := headopt.MakeConfig{Profile: p, Hypers: hypers, HyperSource: hyperSource, Thresholds: thresholds,
+	cfg := headopt.MakeConfig{Profile: p, Settings: hypers, HyperSource: hyperSource, Thresholds: thresholds,
 		GridPoints: *gridPoints, Out: *hf.out, Command: command}
 	if !*hf.quiet {
 		bar := newSweepBar(stderr)
@@ -263,7 +264,7 @@ func runHeadoptSelect(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, m := range p.Methods {
 		c := sel.Chosen[m]
-		fmt.Fprintf(stdout, "chosen %-4s α=%g λ=%g\n", m, c.Alpha, c.Lambda)
+		fmt.Fprintf(stdout, "chosen %-4s learning rate α=%g, damping λ=%g\n", m, c.LearningRate, c.Damping)
 	}
 	fmt.Fprintf(stdout, "wrote %s (use: fgn headopt --config %s)\n", path, path)
 	return nil

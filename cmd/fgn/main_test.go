@@ -47,8 +47,8 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"train", "--train-features", gx}, "go together"},
 		{[]string{"train", "--classes", "1"}, `invalid value "1" for flag -classes: want an integer ≥ 2`},
 		{[]string{"train", "--backend", "tpu"}, `unknown backend "tpu"`},
-		{[]string{"train", "--damping", "trust"}, `unknown damping policy "trust"`},
-		{[]string{"train", "--damping", "lm", "--lambda", "1e7", "--examples", "64", "--dim", "2", "--batch", "8"},
+		{[]string{"train", "--damping-policy", "trust"}, `unknown damping policy "trust"`},
+		{[]string{"train", "--damping-policy", "lm", "--damping", "1e7", "--examples", "64", "--dim", "2", "--batch", "8"},
 			"outside the Levenberg-Marquardt bounds"},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -67,7 +67,7 @@ func TestTrainWritesTraces(t *testing.T) {
 		out := t.TempDir()
 		var stdout, stderr bytes.Buffer
 		args := []string{"train", "--examples", "96", "--dim", "4", "--classes", "3", "--batch", "32", "--epochs", "2",
-			"--eval-every", "2", "--method", "adam,fgn", "--damping", damping, "--out", out, "--quiet"}
+			"--eval-every", "2", "--method", "adam,fgn", "--damping-policy", damping, "--out", out, "--quiet"}
 		if err := run(args, &stdout, &stderr); err != nil {
 			t.Fatalf("train: %v\n%s", err, stderr.String())
 		}
@@ -79,8 +79,8 @@ func TestTrainWritesTraces(t *testing.T) {
 			if got, _ := tab.Lookup("method"); got != m || len(tab.Rows) != 4 { // steps 0, 2, 4, 6
 				t.Errorf("%s trace: method %q, %d rows; want %q and 4 rows", m, got, len(tab.Rows), m)
 			}
-			if got, ok := tab.Lookup("damping"); m == "fgn" && got != damping || m == "adam" && ok {
-				t.Errorf("%s trace with --damping %s: damping comment %q", m, damping, got)
+			if got, ok := tab.Lookup("damping_policy"); m == "fgn" && got != damping || m == "adam" && ok {
+				t.Errorf("%s trace with --damping-policy %s: damping_policy comment %q", m, damping, got)
 			}
 			if !strings.Contains(stdout.String(), m) {
 				t.Errorf("summary lacks %s:\n%s", m, stdout.String())

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/features"
+	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/cli"
 	"github.com/fgn-paper/fgn/internal/progress"
@@ -44,14 +45,17 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	epochs := c.intAtLeast("epochs", 5, 1, "epochs")
 	evalEvery := c.intAtLeast("eval-every", 64, 1, "steps between evaluations")
 	seed := c.Uint64("seed", 1, "seed of the initialisation and the one-time shuffle")
-	defaults := func(m train.Method) train.Hyper { return train.Hyper{}.WithDefaults(m) }
-	alpha := c.optionalPositiveFloat("alpha", fmt.Sprintf("%g for adam, %g for sgn and fgn", defaults(train.Adam).Alpha, defaults(train.FGN).Alpha),
-		"step size α of every method")
-	lambda := c.positiveFloat("lambda", defaults(train.FGN).Lambda, "damping λ for SGN/FGN, the initial λ with --damping lm")
-	damping := c.dampingPolicy("damping", "damping policy for SGN/FGN, the paper's constant λ or Levenberg-Marquardt "+
-		"on the gain ratio ρ")
-	cgIters := c.intAtLeast("cg-iters", defaults(train.FGN).CGMaxIter, 1, "CG iteration cap for SGN/FGN")
-	cgTol := c.positiveFloat("cg-tol", defaults(train.FGN).CGTol, "CG relative residual tolerance for SGN/FGN")
+	paper := fgn.DefaultSettings()
+	learningRate := c.optionalPositiveFloat("learning-rate", fmt.Sprintf("%g for adam, %g for sgn and fgn",
+		train.AdamLearningRate, paper.LearningRate), "step size α of every method")
+	damping := c.positiveFloat("damping", paper.Damping, "damping λ for SGN/FGN, the initial λ with --damping-policy lm")
+	dampingPolicy := c.dampingPolicy("damping-policy", "damping policy for SGN/FGN, the paper's constant λ or "+
+		"Levenberg-Marquardt on the gain ratio ρ")
+	cgMaxIterations := c.intAtLeast("cg-max-iterations", paper.CG.MaxIterations, 1, "CG iteration cap for SGN/FGN")
+	cgTolerance := c.positiveFloat("cg-tolerance", paper.CG.Tolerance, "CG relative residual tolerance for SGN/FGN")
+	cgStoppingRule := paper.CG.StoppingRule
+	c.TextVar(&cgStoppingRule, "cg-stopping-rule", paper.CG.StoppingRule, "FGN's CG stopping rule: parameter "+
+		"(‖(H+λI)d+g‖ ≤ tol·‖g‖) or whitened-row (the paper's Algorithm 1)")
 	out := c.String("out", "results/train", "directory for the trace CSVs (<method>_seed<seed>.csv)")
 	backendFlag := c.backendFlag()
 	quiet := c.Bool("quiet", false, "no progress display")
@@ -115,15 +119,15 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if !classesGiven {
 		classes, classesFrom = trainSet.Classes(), "1 + the largest training label"
 	}
-	var hyper train.Hyper
-	if a, ok := alpha.get(); ok {
-		hyper.Alpha = a
-	}
-	hyper.Lambda, hyper.CGMaxIter, hyper.CGTol, hyper.Damping = *lambda, *cgIters, *cgTol, *damping
 	cfgs := make([]train.Config, len(ms))
 	for i, m := range ms {
-		cfgs[i] = train.Config{Method: m, Model: train.Model{Hidden: *hidden}, Classes: classes,
-			BatchSize: *batch, Epochs: *epochs, EvalEvery: *evalEvery, Seed: *seed, Hyper: hyper}
+		s := train.DefaultSettings(m)
+		if a, ok := learningRate.get(); ok {
+			s.LearningRate = a
+		}
+		s.Damping, s.CG.MaxIterations, s.CG.Tolerance, s.CG.StoppingRule = *damping, *cgMaxIterations, *cgTolerance, cgStoppingRule
+		cfgs[i] = train.Config{Method: m, Settings: s, DampingPolicy: *dampingPolicy, Model: train.Model{Hidden: *hidden},
+			Classes: classes, BatchSize: *batch, Epochs: *epochs, EvalEvery: *evalEvery, Seed: *seed}
 		if _, err := cfgs[i].Validate(trainSet, evalSet); err != nil {
 			return fmt.Errorf("train: %w", err)
 		}

@@ -14,21 +14,26 @@ import (
 
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/features"
+	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/internal/atomicfile"
 )
 
 // DefaultGrid is the hyper-parameter grid of the selection; it contains the paper's chosen
 // values (Adam α = 3·10⁻⁴; SGN and FGN α = 0.1, λ = 1). CG keeps the paper's budget of 5
 // iterations and tolerance 10⁻⁵.
-func DefaultGrid() map[train.Method][]train.Hyper {
-	grid := map[train.Method][]train.Hyper{}
+func DefaultGrid() map[train.Method][]fgn.Settings {
+	grid := map[train.Method][]fgn.Settings{}
 	for _, a := range []float64{1e-4, 3e-4, 1e-3, 3e-3} {
-		grid[train.Adam] = append(grid[train.Adam], train.Hyper{Alpha: a})
+		s := train.DefaultSettings(train.Adam)
+		s.LearningRate = a
+		grid[train.Adam] = append(grid[train.Adam], s)
 	}
 	for _, m := range []train.Method{train.SGN, train.FGN} {
 		for _, a := range []float64{0.03, 0.1, 0.3} {
 			for _, l := range []float64{0.1, 1, 10} {
-				grid[m] = append(grid[m], train.Hyper{Alpha: a, Lambda: l})
+				s := train.DefaultSettings(m)
+				s.LearningRate, s.Damping = a, l
+				grid[m] = append(grid[m], s)
 			}
 		}
 	}
@@ -37,43 +42,35 @@ func DefaultGrid() map[train.Method][]train.Hyper {
 
 // Candidate is one grid point's validation result.
 type Candidate struct {
-	Method      train.Method `json:"method"`
-	Alpha       float64      `json:"alpha"`
-	Lambda      float64      `json:"lambda,omitempty"`
-	ValAccuracy float64      `json:"val_accuracy"`
-	ValCE       float64      `json:"val_ce"`
+	Method       train.Method `json:"method"`
+	LearningRate float64      `json:"learning_rate"`
+	Damping      float64      `json:"damping,omitempty"`
+	ValAccuracy  float64      `json:"val_accuracy"`
+	ValCE        float64      `json:"val_ce"`
 	// Error is why the candidate failed (for example divergence); such candidates are skipped.
 	Error string `json:"error,omitempty"`
-}
-
-// Chosen is a selected configuration of one method.
-type Chosen struct {
-	Alpha     float64 `json:"alpha"`
-	Lambda    float64 `json:"lambda,omitempty"`
-	CGMaxIter int     `json:"cg_max_iterations,omitempty"`
-	CGTol     float64 `json:"cg_tolerance,omitempty"`
 }
 
 // Selection is the result of the hyper-parameter search, the file that the final runs read.
 type Selection struct {
 	// DataTag is Data.Tag of the data selected on; a final run on other data refuses the file.
-	DataTag            string                  `json:"data_tag"`
-	Data               string                  `json:"data"`
-	Profile            string                  `json:"profile"`
-	Epochs             int                     `json:"epochs"`
-	ValidationFraction float64                 `json:"validation_fraction"`
-	SplitSeed          uint64                  `json:"split_seed"`
-	Criterion          string                  `json:"criterion"`
-	Backend            string                  `json:"backend"`
-	Date               string                  `json:"date"`
-	Chosen             map[train.Method]Chosen `json:"chosen"`
-	Candidates         []Candidate             `json:"candidates"`
+	DataTag            string                        `json:"data_tag"`
+	Data               string                        `json:"data"`
+	Profile            string                        `json:"profile"`
+	Epochs             int                           `json:"epochs"`
+	ValidationFraction float64                       `json:"validation_fraction"`
+	SplitSeed          uint64                        `json:"split_seed"`
+	Criterion          string                        `json:"criterion"`
+	Backend            string                        `json:"backend"`
+	Date               string                        `json:"date"`
+	Chosen             map[train.Method]fgn.Settings `json:"chosen"`
+	Candidates         []Candidate                   `json:"candidates"`
 }
 
 // SelectConfig configures the search.
 type SelectConfig struct {
 	Profile Profile
-	Grid    map[train.Method][]train.Hyper
+	Grid    map[train.Method][]fgn.Settings
 	// Epochs of each candidate run (0: the profile's).
 	Epochs int
 	// ValidationFraction of every class of the training split is held out (stratified); the
@@ -105,7 +102,7 @@ func Select(be compute.Backend, cfg SelectConfig, d *Data) (*Selection, error) {
 	sel := &Selection{DataTag: d.Tag(), Data: d.Source, Profile: p.Name, Epochs: epochs,
 		ValidationFraction: cfg.ValidationFraction, SplitSeed: cfg.Seed,
 		Criterion: "validation accuracy after the last epoch; ties: lower validation cross-entropy",
-		Date:      time.Now().UTC().Format(time.RFC3339), Chosen: map[train.Method]Chosen{}}
+		Date:      time.Now().UTC().Format(time.RFC3339), Chosen: map[train.Method]fgn.Settings{}}
 	total := 0
 	for _, m := range p.Methods {
 		if len(cfg.Grid[m]) == 0 {
@@ -118,15 +115,14 @@ func Select(be compute.Backend, cfg SelectConfig, d *Data) (*Selection, error) {
 		best := -1
 		for _, h := range cfg.Grid[m] {
 			k++
-			h = h.WithDefaults(m)
-			rc := train.Config{Method: m, Hyper: h, Classes: d.Classes, BatchSize: p.BatchSize, Epochs: epochs,
+			rc := train.Config{Method: m, Settings: h, Classes: d.Classes, BatchSize: p.BatchSize, Epochs: epochs,
 				EvalEvery: p.EvalEvery, Seed: cfg.Seed}
 			if cfg.RunProgress != nil {
 				rc.Progress = cfg.RunProgress(k, total, m, cfg.Seed)
 			}
-			c := Candidate{Method: m, Alpha: h.Alpha, ValAccuracy: math.NaN(), ValCE: math.NaN()}
+			c := Candidate{Method: m, LearningRate: h.LearningRate, ValAccuracy: math.NaN(), ValCE: math.NaN()}
 			if m != train.Adam {
-				c.Lambda = h.Lambda
+				c.Damping = h.Damping
 			}
 			tr, err := train.Run(be, rc, fit, val)
 			if err != nil {
@@ -137,11 +133,7 @@ func Select(be compute.Backend, cfg SelectConfig, d *Data) (*Selection, error) {
 				sel.Backend = tr.Backend
 				if best < 0 || better(c, sel.Candidates[best]) {
 					best = len(sel.Candidates)
-					chosen := Chosen{Alpha: h.Alpha}
-					if m != train.Adam {
-						chosen = Chosen{Alpha: h.Alpha, Lambda: h.Lambda, CGMaxIter: h.CGMaxIter, CGTol: h.CGTol}
-					}
-					sel.Chosen[m] = chosen
+					sel.Chosen[m] = h
 				}
 			}
 			sel.Candidates = append(sel.Candidates, c)
@@ -150,7 +142,7 @@ func Select(be compute.Backend, cfg SelectConfig, d *Data) (*Selection, error) {
 				if c.Error != "" {
 					status = "failed: " + c.Error
 				}
-				fmt.Fprintf(cfg.Log, "candidate %d/%d %-4s α=%-6g λ=%-4g %s\n", k, total, m, c.Alpha, c.Lambda, status)
+				fmt.Fprintf(cfg.Log, "candidate %d/%d %-4s α=%-6g λ=%-4g %s\n", k, total, m, c.LearningRate, c.Damping, status)
 			}
 		}
 		if best < 0 {
@@ -179,12 +171,12 @@ func better(a, b Candidate) bool {
 // are written as null.
 func (s *Selection) Write(path string) error {
 	type jsonCandidate struct {
-		Method      train.Method `json:"method"`
-		Alpha       float64      `json:"alpha"`
-		Lambda      float64      `json:"lambda,omitempty"`
-		ValAccuracy *float64     `json:"val_accuracy"`
-		ValCE       *float64     `json:"val_ce"`
-		Error       string       `json:"error,omitempty"`
+		Method       train.Method `json:"method"`
+		LearningRate float64      `json:"learning_rate"`
+		Damping      float64      `json:"damping,omitempty"`
+		ValAccuracy  *float64     `json:"val_accuracy"`
+		ValCE        *float64     `json:"val_ce"`
+		Error        string       `json:"error,omitempty"`
 	}
 	out := struct {
 		*Selection
@@ -197,7 +189,7 @@ func (s *Selection) Write(path string) error {
 		return &v
 	}
 	for _, c := range s.Candidates {
-		out.Candidates = append(out.Candidates, jsonCandidate{c.Method, c.Alpha, c.Lambda, num(c.ValAccuracy), num(c.ValCE), c.Error})
+		out.Candidates = append(out.Candidates, jsonCandidate{c.Method, c.LearningRate, c.Damping, num(c.ValAccuracy), num(c.ValCE), c.Error})
 	}
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
@@ -211,7 +203,7 @@ func (s *Selection) Write(path string) error {
 
 // ReadSelection reads a selection file and returns the chosen hyper-parameters per method,
 // checking that it was made on data with the given tag and covers every method.
-func ReadSelection(path, dataTag string, methods []train.Method) (map[train.Method]train.Hyper, *Selection, error) {
+func ReadSelection(path, dataTag string, methods []train.Method) (map[train.Method]fgn.Settings, *Selection, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("headopt: configuration: %w", err)
@@ -223,16 +215,16 @@ func ReadSelection(path, dataTag string, methods []train.Method) (map[train.Meth
 	if s.DataTag != dataTag {
 		return nil, nil, fmt.Errorf("headopt: configuration %s was selected on %q data, this run is on %q", path, s.DataTag, dataTag)
 	}
-	hypers := map[train.Method]train.Hyper{}
+	chosen := map[train.Method]fgn.Settings{}
 	for _, m := range methods {
 		c, ok := s.Chosen[m]
 		if !ok {
 			return nil, nil, fmt.Errorf("headopt: configuration %s has no choice for %s (it has %v)", path, m, slices.Sorted(maps.Keys(s.Chosen)))
 		}
-		if !(c.Alpha > 0) || c.Lambda < 0 || c.CGMaxIter < 0 || c.CGTol < 0 {
-			return nil, nil, fmt.Errorf("headopt: configuration %s: invalid %s choice %+v", path, m, c)
+		if err := c.Validate(); err != nil {
+			return nil, nil, fmt.Errorf("headopt: configuration %s: %s: %w", path, m, err)
 		}
-		hypers[m] = train.Hyper{Alpha: c.Alpha, Lambda: c.Lambda, CGMaxIter: c.CGMaxIter, CGTol: c.CGTol}
+		chosen[m] = c
 	}
-	return hypers, &s, nil
+	return chosen, &s, nil
 }

@@ -11,15 +11,16 @@ import (
 
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/train"
+	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 )
 
 // SweepConfig configures the final runs.
 type SweepConfig struct {
 	Profile Profile
-	// Hypers holds each method's hyper-parameters (from a selection file); a missing method or
-	// zero fields take the paper's values (train.Hyper.WithDefaults).
-	Hypers map[train.Method]train.Hyper
+	// Settings holds each method's hyper-parameters (from a selection file); a missing method
+	// takes the paper's values (train.DefaultSettings).
+	Settings map[train.Method]fgn.Settings
 	// Dir is the directory of the per-run trace CSVs (TracePath).
 	Dir string
 	// Command is recorded in the provenance comments.
@@ -43,7 +44,8 @@ func TracePath(dir string, m train.Method, seed uint64) string {
 
 // identityKeys are the trace comments that must match for a finished run to be reused: the
 // run's whole configuration, its data and its backend (timings are only comparable on one).
-var identityKeys = []string{"method", "model", "alpha", "lambda", "cg_max_iterations", "cg_tolerance", "classes",
+var identityKeys = []string{"method", "model", "learning_rate", "damping", "damping_policy", "cg_max_iterations",
+	"cg_tolerance", "cg_stopping_rule", "row_operator", "warm_start", "classes",
 	"batch_size", "epochs", "eval_every", "seed", "backend", "data"}
 
 // Sweep runs every (method, seed) of the profile on the data, standardised with the training
@@ -78,10 +80,13 @@ func Sweep(be compute.Backend, cfg SweepConfig, d *Data) ([]Run, error) {
 	for _, m := range p.Methods {
 		for seed := uint64(1); seed <= uint64(p.Seeds); seed++ {
 			k++
-			rc := train.Config{Method: m, Hyper: cfg.Hypers[m], Classes: d.Classes, BatchSize: p.BatchSize,
+			settings, ok := cfg.Settings[m]
+			if !ok {
+				settings = train.DefaultSettings(m)
+			}
+			rc := train.Config{Method: m, Settings: settings, Classes: d.Classes, BatchSize: p.BatchSize,
 				Epochs: p.Epochs, EvalEvery: p.EvalEvery, Seed: seed}
-			want := (&train.Trace{Config: rc, Hyper: rc.Hyper.WithDefaults(m), Backend: backend.Describe(be),
-				Classes: d.Classes}).Table()
+			want := (&train.Trace{Config: rc.Resolved(), Backend: backend.Describe(be), Classes: d.Classes}).Table()
 			want.Comment("data", d.Source)
 			path := TracePath(cfg.Dir, m, seed)
 			run, found, err := readFinished(path, want, steps)

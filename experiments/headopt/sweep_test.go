@@ -14,6 +14,7 @@ import (
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/features"
+	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 )
 
@@ -102,9 +103,11 @@ func TestSweepResumes(t *testing.T) {
 
 	// A changed configuration refuses to reuse the finished runs and overwrites nothing.
 	changed := cfg
-	changed.Hypers = map[train.Method]train.Hyper{train.Adam: {Alpha: 1e-2}}
-	if _, err := Sweep(be, changed, d); err == nil || !strings.Contains(err.Error(), `alpha = "0.0003", but this sweep has "0.01"`) {
-		t.Errorf("sweep with another α over finished runs: error %v, want an alpha mismatch", err)
+	adam := train.DefaultSettings(train.Adam)
+	adam.LearningRate = 1e-2
+	changed.Settings = map[train.Method]fgn.Settings{train.Adam: adam}
+	if _, err := Sweep(be, changed, d); err == nil || !strings.Contains(err.Error(), `learning_rate = "0.0003", but this sweep has "0.01"`) {
+		t.Errorf("sweep with another α over finished runs: error %v, want a learning_rate mismatch", err)
 	}
 	changed = cfg
 	changed.Profile.Epochs++
@@ -150,10 +153,15 @@ func TestSelectionFeedsTheRun(t *testing.T) {
 	}
 	p, d := smoke(t)
 	p.Seeds = 1
-	grid := map[train.Method][]train.Hyper{
-		train.Adam: {{Alpha: 1e-3}, {Alpha: 0.05}},
-		train.SGN:  {{Alpha: 0.1, Lambda: 1}, {Alpha: 0.5, Lambda: 0.5}},
-		train.FGN:  {{Alpha: 0.1, Lambda: 1}, {Alpha: 0.5, Lambda: 0.5}},
+	with := func(m train.Method, alpha, lambda float64) fgn.Settings {
+		s := train.DefaultSettings(m)
+		s.LearningRate, s.Damping = alpha, lambda
+		return s
+	}
+	grid := map[train.Method][]fgn.Settings{
+		train.Adam: {with(train.Adam, 1e-3, 1), with(train.Adam, 0.05, 1)},
+		train.SGN:  {with(train.SGN, 0.1, 1), with(train.SGN, 0.5, 0.5)},
+		train.FGN:  {with(train.FGN, 0.1, 1), with(train.FGN, 0.5, 0.5)},
 	}
 	sel, err := Select(be, SelectConfig{Profile: p, Grid: grid, ValidationFraction: 0.25, Seed: 3}, d)
 	if err != nil {
@@ -170,7 +178,7 @@ func TestSelectionFeedsTheRun(t *testing.T) {
 				best = c
 			}
 		}
-		if best == nil || sel.Chosen[m].Alpha != best.Alpha || sel.Chosen[m].Lambda != best.Lambda {
+		if best == nil || sel.Chosen[m].LearningRate != best.LearningRate || sel.Chosen[m].Damping != best.Damping && m != train.Adam {
 			t.Errorf("%s: chose %+v, best candidate %+v", m, sel.Chosen[m], best)
 		}
 	}
@@ -186,7 +194,7 @@ func TestSelectionFeedsTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if _, err := Sweep(be, SweepConfig{Profile: p, Hypers: hypers, Dir: dir}, d); err != nil {
+	if _, err := Sweep(be, SweepConfig{Profile: p, Settings: hypers, Dir: dir}, d); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range p.Methods {
@@ -194,8 +202,8 @@ func TestSelectionFeedsTheRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := tab.Lookup("alpha"); got != report.Format(sel.Chosen[m].Alpha) {
-			t.Errorf("%s trace ran with α = %s, the selection chose %g", m, got, sel.Chosen[m].Alpha)
+		if got, _ := tab.Lookup("learning_rate"); got != report.Format(sel.Chosen[m].LearningRate) {
+			t.Errorf("%s trace ran with α = %s, the selection chose %g", m, got, sel.Chosen[m].LearningRate)
 		}
 	}
 }

@@ -38,11 +38,10 @@ type StepTimeConfig struct {
 	LargeC, LargeWarmup, LargeSteps int
 	// Methods are the methods timed, in order.
 	Methods []train.Method
-	// Lambda is the damping λ and CGIters the CG budget of SGN and FGN (paper: 1 and 5).
-	Lambda  float64
-	CGIters int
-	// AdamLR is Adam's learning rate; StepSize scales the SGN and FGN directions.
-	AdamLR, StepSize float64
+	// Settings are SGN's and FGN's settings (the method fixes the row operator and SGN's warm
+	// start); AdamLearningRate is Adam's step size.
+	Settings         fgn.Settings
+	AdamLearningRate float64
 	// Seed seeds the features and labels.
 	Seed uint64
 }
@@ -71,8 +70,9 @@ var StepTimeProfiles = map[string]StepTimeConfig{
 func init() {
 	for name, c := range StepTimeProfiles {
 		c.Methods = slices.Clone(train.Methods)
-		c.Lambda, c.CGIters = 1, 5
-		c.AdamLR, c.StepSize = 1e-3, 1
+		c.Settings = fgn.DefaultSettings()
+		c.Settings.LearningRate = 1
+		c.AdamLearningRate = 1e-3
 		c.Seed = 1
 		StepTimeProfiles[name] = c
 	}
@@ -106,10 +106,10 @@ func (c StepTimeConfig) validate() error {
 		return fmt.Errorf("mechanism: step time needs classes and methods")
 	case c.Warmup < 0 || c.Steps < 1 || (c.LargeC > 0 && (c.LargeWarmup < 0 || c.LargeSteps < 1)):
 		return fmt.Errorf("mechanism: need ≥ 0 warm-up and ≥ 1 timed steps per point")
-	case !(c.Lambda > 0) || c.CGIters < 1:
-		return fmt.Errorf("mechanism: need λ > 0 and a CG budget ≥ 1, got λ=%g, %d", c.Lambda, c.CGIters)
-	case !(c.AdamLR > 0) || !(c.StepSize > 0):
-		return fmt.Errorf("mechanism: learning rate and step size must be > 0")
+	case c.Settings.Validate() != nil:
+		return fmt.Errorf("mechanism: %w", c.Settings.Validate())
+	case !(c.AdamLearningRate > 0):
+		return fmt.Errorf("mechanism: Adam's learning rate must be > 0, got %g", c.AdamLearningRate)
 	}
 	for _, n := range c.Classes {
 		if n < 2 {
@@ -166,11 +166,14 @@ func gnStep(opt fgn.Optimizer) stepFunc {
 // FGN (matrix-free) applies the row operator by head products in every CG iteration (eq. 4.8).
 func (c StepTimeConfig) step(m train.Method) stepFunc {
 	configure := func(o *fgn.GNConfig) fgn.Optimizer {
-		return o.LearningRate(c.StepSize).Damping(c.Lambda).CGMaxIterations(c.CGIters).Done()
+		s := c.Settings
+		s.WarmStart = o.Settings().WarmStart
+		s.RowOperator = o.Settings().RowOperator
+		return o.WithSettings(s).Done()
 	}
 	switch m {
 	case train.Adam:
-		return adamStep(c.AdamLR)
+		return adamStep(c.AdamLearningRate)
 	case train.SGN:
 		return gnStep(configure(fgn.SGN()))
 	case train.FGNMatrixFree:
@@ -243,7 +246,7 @@ func StepTime(backend compute.Backend, c StepTimeConfig, progressW io.Writer) (s
 	t, samples := report.NewTable(StepTimeColumns...), report.NewTable(StepSampleColumns...)
 	t.Comment("panel", "(a) steady-state optimiser step time, linear softmax head on fixed Gaussian features")
 	t.Comment("parameters", fmt.Sprintf("d=%d batch=%d examples=%d (%d static batches, one per step, cycling) lambda=%g cg_budget=%d adam_lr=%g step_size=%g seed=%d float32",
-		c.Dim, c.Batch, c.Examples, c.Examples/c.Batch, c.Lambda, c.CGIters, c.AdamLR, c.StepSize, c.Seed))
+		c.Dim, c.Batch, c.Examples, c.Examples/c.Batch, c.Settings.Damping, c.Settings.CG.MaxIterations, c.AdamLearningRate, c.Settings.LearningRate, c.Seed))
 	warmLarge := ""
 	if c.LargeC > 0 {
 		warmLarge = fmt.Sprintf("; C>=%d: %d warm-up, %d timed", c.LargeC, c.LargeWarmup, c.LargeSteps)

@@ -107,7 +107,8 @@ func TestStepTimeErrors(t *testing.T) {
 		func(c *StepTimeConfig) { c.Examples = 20 }, // not a multiple of the batch
 		func(c *StepTimeConfig) { c.Classes = []int{1} },
 		func(c *StepTimeConfig) { c.Steps = 0 },
-		func(c *StepTimeConfig) { c.Lambda = 0 },
+		func(c *StepTimeConfig) { c.Settings.Damping = 0 },
+		func(c *StepTimeConfig) { c.AdamLearningRate = 0 },
 		func(c *StepTimeConfig) { c.Methods = []train.Method{"lbfgs"} },
 	} {
 		c := tinyStepTime(t)

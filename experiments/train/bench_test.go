@@ -24,7 +24,7 @@ func BenchmarkCars196Head(b *testing.B) {
 		b.Run(string(method), func(b *testing.B) {
 			var seconds float64
 			for range b.N {
-				cfg := Config{Method: method, Classes: classes, BatchSize: batch, Epochs: 1, EvalEvery: steps, Seed: 1}
+				cfg := Config{Method: method, Settings: DefaultSettings(method), Classes: classes, BatchSize: batch, Epochs: 1, EvalEvery: steps, Seed: 1}
 				tr, err := Run(testBackend, cfg, trainSet, evalSet)
 				if err != nil {
 					b.Fatal(err)

@@ -12,13 +12,13 @@ import (
 // traceColumns are the CSV columns of a trace, in Point's field order.
 var traceColumns = []string{"step", "epoch", "opt_seconds", "train_loss", "eval_loss", "eval_accuracy",
 	"cg_iterations", "cg_residual", "mean_p_dagger", "mean_xi", "skipped_steps",
-	"lambda", "lambda_next", "rho", "predicted_decrease", "actual_decrease", "step_accepted", "rejected_steps"}
+	"damping", "damping_next", "rho", "predicted_decrease", "actual_decrease", "step_accepted", "rejected_steps"}
 
 // float32Columns are the trace columns whose values are float32 outputs of the graph (widened
 // in Point): they are written in their shortest float32 form (report.Format) and narrowed back
 // when read, so that a trace read back equals the one written.
 var float32Columns = []string{"train_loss", "eval_loss", "eval_accuracy", "cg_residual", "mean_p_dagger", "mean_xi",
-	"lambda", "lambda_next", "rho", "predicted_decrease", "actual_decrease"}
+	"damping", "damping_next", "rho", "predicted_decrease", "actual_decrease"}
 
 // Table returns the trace as a report table whose comments record the run's configuration.
 func (t *Trace) Table() *report.Table {
@@ -26,14 +26,18 @@ func (t *Trace) Table() *report.Table {
 	c := t.Config
 	tab.Comment("method", string(c.Method))
 	tab.Comment("model", c.Model.String())
-	tab.Comment("alpha", report.Format(t.Hyper.Alpha))
+	s := c.Settings
+	tab.Comment("learning_rate", report.Format(s.LearningRate))
 	if c.Method != Adam {
-		tab.Comment("lambda", report.Format(t.Hyper.Lambda))
-		tab.Comment("damping", t.Hyper.Damping.String())
-		tab.Comment("cg_max_iterations", strconv.Itoa(t.Hyper.CGMaxIter))
-		tab.Comment("cg_tolerance", report.Format(t.Hyper.CGTol))
+		tab.Comment("damping", report.Format(s.Damping))
+		tab.Comment("damping_policy", c.DampingPolicy.String())
+		tab.Comment("cg_max_iterations", strconv.Itoa(s.CG.MaxIterations))
+		tab.Comment("cg_tolerance", report.Format(s.CG.Tolerance))
+		tab.Comment("warm_start", strconv.FormatBool(s.WarmStart))
 		if c.Method != SGN {
-			tab.Comment("cg_stopping_rule", t.Hyper.CGRule.String())
+			tab.Comment("cg_stopping_rule", s.CG.StoppingRule.String())
+			rowOp, _ := s.RowOperator.MarshalText()
+			tab.Comment("row_operator", string(rowOp))
 		}
 	}
 	tab.Comment("classes", strconv.Itoa(t.Classes))

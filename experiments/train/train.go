@@ -78,47 +78,36 @@ func ParseMethod(s string) (Method, error) {
 	return "", fmt.Errorf("unknown method %q (want one of %s)", s, strings.Join(names, ", "))
 }
 
-// Hyper holds an optimizer's hyper-parameters; zero fields take the paper's defaults (sec. 5,
-// app. F.2): α = 3·10⁻⁴ for Adam and 0.1 for SGN/FGN, λ = 1 held constant, CG at most 5
-// iterations with tolerance 10⁻⁵ and FGN's parameter-space stopping rule. Adam uses only Alpha.
-type Hyper struct {
-	Alpha, Lambda float64
-	CGMaxIter     int
-	CGTol         float64
-	// CGRule is FGN's CG stopping rule (its zero value is fgn.StopParameterResidual).
-	CGRule fgn.StoppingRule
-	// Damping is SGN's and FGN's damping policy (nil: fgn.ConstantDamping); Lambda is its initial λ.
-	Damping fgn.DampingPolicy
-}
+// AdamLearningRate is the step size of Adam in the paper's experiments (sec. 5, app. F.2).
+const AdamLearningRate = 3e-4
 
-// WithDefaults returns h with zero fields replaced by the method's defaults.
-func (h Hyper) WithDefaults(m Method) Hyper {
-	if h.Alpha == 0 {
-		h.Alpha = fgn.DefaultLearningRate
-		if m == Adam {
-			h.Alpha = 3e-4
-		}
+// DefaultSettings returns the paper's settings for method m (sec. 5, app. F.2):
+// fgn.DefaultSettings (α = 0.1, λ = 1, CG at most 5 iterations with tolerance 10⁻⁵), with
+// Adam's α = 3·10⁻⁴, SGN's warm start and each FGN variant's row operator. Adam uses only the
+// learning rate.
+func DefaultSettings(m Method) fgn.Settings {
+	s := fgn.DefaultSettings()
+	switch m {
+	case Adam:
+		s.LearningRate = AdamLearningRate
+	case SGN:
+		s.WarmStart = true
+	case FGNMatrixFree:
+		s.RowOperator = fgn.MatrixFree
 	}
-	if h.Lambda == 0 {
-		h.Lambda = fgn.DefaultDamping
-	}
-	if h.CGMaxIter == 0 {
-		h.CGMaxIter = fgn.DefaultCGMaxIterations
-	}
-	if h.CGTol == 0 {
-		h.CGTol = fgn.DefaultCGTolerance
-	}
-	if h.Damping == nil {
-		h.Damping = fgn.ConstantDamping{}
-	}
-	return h
+	return s
 }
 
 // Config configures one training run.
 type Config struct {
 	Method Method
-	Hyper  Hyper
-	Model  Model
+	// Settings are the method's hyper-parameters (start from DefaultSettings); the method fixes
+	// the row operator. Adam uses only the learning rate.
+	Settings fgn.Settings
+	// DampingPolicy is SGN's and FGN's damping policy (nil: fgn.ConstantDamping, the paper's);
+	// Settings.Damping is its initial λ.
+	DampingPolicy fgn.DampingPolicy
+	Model         Model
 	// Classes is the number of classes C; 0 infers it from the largest label of both splits.
 	Classes int
 	// BatchSize, Epochs: the run takes Epochs·⌈N/BatchSize⌉ steps.
@@ -133,6 +122,16 @@ type Config struct {
 
 	// beforeEval, when set, runs before each evaluation (tests make evaluation slow with it).
 	beforeEval func()
+}
+
+// Resolved returns c as a run uses it: the row operator fixed by the method, and the constant
+// damping policy when none is set. Traces record it.
+func (c Config) Resolved() Config {
+	c.Settings.RowOperator = DefaultSettings(c.Method).RowOperator
+	if c.DampingPolicy == nil {
+		c.DampingPolicy = fgn.ConstantDamping{}
+	}
+	return c
 }
 
 // Point is one evaluation of a run.
@@ -163,8 +162,7 @@ type Point struct {
 
 // Trace is the result of a run.
 type Trace struct {
-	Config  Config
-	Hyper   Hyper  // with defaults filled in
+	Config  Config // with the row operator and damping policy the run used
 	Backend string // backend and device (backend.Describe)
 	Classes int
 	Points  []Point
@@ -176,21 +174,15 @@ func (c Config) Validate(trainSet, evalSet *features.Set) (classes int, err erro
 	if _, err := ParseMethod(string(c.Method)); err != nil {
 		return 0, err
 	}
-	h := c.Hyper.WithDefaults(c.Method)
-	if c.Method != Adam {
-		if err := h.Damping.Validate(h.Lambda); err != nil {
+	if err := c.Settings.Validate(); err != nil {
+		return 0, err
+	}
+	if c.Method != Adam && c.DampingPolicy != nil {
+		if err := c.DampingPolicy.Validate(c.Settings.Damping); err != nil {
 			return 0, err
 		}
 	}
 	switch {
-	case !(h.Alpha > 0) || math.IsInf(h.Alpha, 0):
-		return 0, fmt.Errorf("step size α must be finite and > 0, got %g", h.Alpha)
-	case !(h.Lambda > 0) || math.IsInf(h.Lambda, 0):
-		return 0, fmt.Errorf("damping λ must be finite and > 0, got %g", h.Lambda)
-	case h.CGMaxIter < 1:
-		return 0, fmt.Errorf("CG iteration cap must be ≥ 1, got %d", h.CGMaxIter)
-	case !(h.CGTol > 0):
-		return 0, fmt.Errorf("CG tolerance must be > 0, got %g", h.CGTol)
 	case c.Model.Hidden < 0:
 		return 0, fmt.Errorf("hidden width must be ≥ 0, got %d", c.Model.Hidden)
 	case c.Epochs < 1:
@@ -238,7 +230,7 @@ func Run(be compute.Backend, cfg Config, trainSet, evalSet *features.Set) (*Trac
 
 // run is Run after validation; GoMLX graph-building errors surface as panics, caught by Run.
 func run(be compute.Backend, cfg Config, classes int, trainSet, evalSet *features.Set) (*Trace, error) {
-	h := cfg.Hyper.WithDefaults(cfg.Method)
+	cfg = cfg.Resolved()
 	batches, _ := StaticBatches(trainSet.N, cfg.BatchSize, cfg.Seed)
 	store := model.NewStore()
 	vars := cfg.Model.initialize(store.RootScope().In("model"), trainSet.D, classes, cfg.Seed)
@@ -249,7 +241,7 @@ func run(be compute.Backend, cfg Config, classes int, trainSet, evalSet *feature
 	}
 	linear := cfg.Model.Hidden == 0
 	cache := batchCache{transposed: linear && cfg.Method != Adam, gram: linear && cfg.Method == FGN}
-	step, err := newStep(be, store, vars, cfg.Model, cfg.Method, h, cache)
+	step, err := newStep(be, store, vars, cfg, cache)
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +277,7 @@ func run(be compute.Backend, cfg Config, classes int, trainSet, evalSet *feature
 	}
 	eval := newEvaluator(be, store, vars, cfg.Model, trainSet, evalSet)
 
-	trace := &Trace{Config: cfg, Hyper: h, Backend: backend.Describe(be), Classes: classes}
+	trace := &Trace{Config: cfg, Backend: backend.Describe(be), Classes: classes}
 	record := func(stepNum, skipped, rejected int, its float64, last []float64, accepted bool) error {
 		if cfg.beforeEval != nil {
 			cfg.beforeEval()
@@ -356,26 +348,20 @@ type batchCache struct{ transposed, gram bool }
 // batch loss, CG iterations, CG residual, mean p_†, mean ξ, the damping telemetry (λ, next λ,
 // predicted and actual decrease, ρ; NaN where the method has none), whether the step was finite
 // and whether it was taken (a step not taken changes nothing but an adaptive policy's λ).
-func newStep(be compute.Backend, store *model.Store, vars []*model.Variable, m Model, method Method, h Hyper,
-	cache batchCache) (*model.Exec, error) {
+func newStep(be compute.Backend, store *model.Store, vars []*model.Variable, cfg Config, cache batchCache) (*model.Exec, error) {
+	m := cfg.Model
 	var gn fgn.Optimizer
 	var adam optimizer.Interface
-	switch method {
+	switch cfg.Method {
 	case Adam:
-		adam = optimizer.Adam().LearningRate(h.Alpha).Done()
+		adam = optimizer.Adam().LearningRate(cfg.Settings.LearningRate).Done()
 		if err := materializeState(be, store, vars, adam); err != nil {
 			return nil, err
 		}
 	case SGN:
-		gn = fgn.SGN().LearningRate(h.Alpha).Damping(h.Lambda).DampingPolicy(h.Damping).CGMaxIterations(h.CGMaxIter).
-			CGTolerance(h.CGTol).Done()
+		gn = fgn.SGN().WithSettings(cfg.Settings).DampingPolicy(cfg.DampingPolicy).Done()
 	default:
-		op := fgn.ClosedFormGram
-		if method == FGNMatrixFree {
-			op = fgn.MatrixFree
-		}
-		gn = fgn.FGN().LearningRate(h.Alpha).Damping(h.Lambda).DampingPolicy(h.Damping).CGMaxIterations(h.CGMaxIter).
-			CGTolerance(h.CGTol).CGStoppingRule(h.CGRule).RowOperator(op).Done()
+		gn = fgn.FGN().WithSettings(cfg.Settings).DampingPolicy(cfg.DampingPolicy).Done()
 	}
 	return model.NewExec(be, store, func(scope *model.Scope, in []*Node) []*Node {
 		lin := m.linearize(vars, in[0])

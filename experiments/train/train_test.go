@@ -86,9 +86,9 @@ func TestRunDeterministicAndLearns(t *testing.T) {
 	trainSet, evalSet := problem(t, 120, 6, 4)
 	for _, m := range []Model{{}, {Hidden: 5}} {
 		for _, method := range Methods {
-			cfg := Config{Method: method, Model: m, BatchSize: 32, Epochs: 3, EvalEvery: 5, Seed: 7}
+			cfg := Config{Method: method, Settings: DefaultSettings(method), Model: m, BatchSize: 32, Epochs: 3, EvalEvery: 5, Seed: 7}
 			if method == Adam {
-				cfg.Hyper.Alpha = 0.05
+				cfg.Settings.LearningRate = 0.05
 			}
 			runOnce := func() []Point {
 				tr, err := Run(testBackend, cfg, trainSet, evalSet)
@@ -145,7 +145,7 @@ func samePoints(a, b []Point) bool {
 func TestWallTimeExcludesEvaluation(t *testing.T) {
 	trainSet, evalSet := problem(t, 64, 4, 3)
 	const pause = 150 * time.Millisecond
-	cfg := Config{Method: FGN, BatchSize: 16, Epochs: 2, EvalEvery: 1, Seed: 1, beforeEval: func() { time.Sleep(pause) }}
+	cfg := Config{Method: FGN, Settings: DefaultSettings(FGN), BatchSize: 16, Epochs: 2, EvalEvery: 1, Seed: 1, beforeEval: func() { time.Sleep(pause) }}
 	start := time.Now()
 	tr, err := Run(testBackend, cfg, trainSet, evalSet)
 	if err != nil {
@@ -169,7 +169,7 @@ func TestRunErrors(t *testing.T) {
 	nan := &features.Set{X: append([]float32(nil), evalSet.X...), Y: evalSet.Y, N: evalSet.N, D: evalSet.D}
 	nan.X[4] = float32(math.NaN())
 	wide := &features.Set{X: make([]float32, 2*4), Y: []int32{0, 1}, N: 2, D: 4}
-	ok := Config{Method: FGN, BatchSize: 8, Epochs: 1, EvalEvery: 1}
+	ok := Config{Method: FGN, Settings: DefaultSettings(FGN), BatchSize: 8, Epochs: 1, EvalEvery: 1}
 	for _, tc := range []struct {
 		name        string
 		mutate      func(*Config)
@@ -180,10 +180,10 @@ func TestRunErrors(t *testing.T) {
 		{"batch too large", func(c *Config) { c.BatchSize = 41 }, trainSet, evalSet, "batch size 41 is larger than the 40 training examples"},
 		{"no epochs", func(c *Config) { c.Epochs = 0 }, trainSet, evalSet, "epochs must be ≥ 1"},
 		{"bad eval interval", func(c *Config) { c.EvalEvery = 0 }, trainSet, evalSet, "evaluation interval"},
-		{"negative step", func(c *Config) { c.Hyper.Alpha = -1 }, trainSet, evalSet, "step size α"},
-		{"bad damping", func(c *Config) { c.Hyper.Lambda = math.Inf(1) }, trainSet, evalSet, "damping λ"},
+		{"negative step", func(c *Config) { c.Settings.LearningRate = -1 }, trainSet, evalSet, "learning rate α"},
+		{"bad damping", func(c *Config) { c.Settings.Damping = math.Inf(1) }, trainSet, evalSet, "damping λ"},
 		{"damping outside the LM bounds", func(c *Config) {
-			c.Hyper.Lambda, c.Hyper.Damping = 1e7, fgn.LevenbergMarquardt()
+			c.Settings.Damping, c.DampingPolicy = 1e7, fgn.LevenbergMarquardt()
 		}, trainSet, evalSet, "outside the Levenberg-Marquardt bounds"},
 		{"label out of range", func(c *Config) { c.Classes = 2 }, trainSet, evalSet, "outside [0, 2)"},
 		{"NaN feature", func(c *Config) {}, trainSet, nan, "must be finite"},
@@ -200,8 +200,8 @@ func TestRunErrors(t *testing.T) {
 
 func TestTraceTableRoundTrip(t *testing.T) {
 	trainSet, evalSet := problem(t, 40, 3, 3)
-	tr, err := Run(testBackend, Config{Method: SGN, BatchSize: 10, Epochs: 1, EvalEvery: 2, Seed: 3,
-		Hyper: Hyper{Damping: fgn.LevenbergMarquardt()}}, trainSet, evalSet)
+	tr, err := Run(testBackend, Config{Method: SGN, Settings: DefaultSettings(SGN), BatchSize: 10, Epochs: 1, EvalEvery: 2, Seed: 3,
+		DampingPolicy: fgn.LevenbergMarquardt()}, trainSet, evalSet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,8 +225,8 @@ func TestTraceTableRoundTrip(t *testing.T) {
 	if m, _ := tab.Lookup("method"); m != "sgn" {
 		t.Errorf("method comment %q, want sgn", m)
 	}
-	if d, _ := tab.Lookup("damping"); d != "lm" {
-		t.Errorf("damping comment %q, want lm", d)
+	if d, _ := tab.Lookup("damping_policy"); d != "lm" {
+		t.Errorf("damping_policy comment %q, want lm", d)
 	}
 	// float32 values are written in their shortest float32 form, not widened (0.98 rather than
 	// its widened float64 form).
@@ -255,9 +255,9 @@ func TestBadBatchNeverCorruptsTheModel(t *testing.T) {
 	const epochs = 3
 	totalSkipped := 0
 	for _, method := range Methods {
-		cfg := Config{Method: method, BatchSize: 32, Epochs: epochs, EvalEvery: 4, Seed: 7}
+		cfg := Config{Method: method, Settings: DefaultSettings(method), BatchSize: 32, Epochs: epochs, EvalEvery: 4, Seed: 7}
 		if method == Adam {
-			cfg.Hyper.Alpha = 0.05
+			cfg.Settings.LearningRate = 0.05
 		}
 		tr, err := Run(testBackend, cfg, &bad, evalSet)
 		if err != nil {
@@ -291,11 +291,11 @@ func TestDampingTelemetry(t *testing.T) {
 	for _, m := range []Model{{}, {Hidden: 5}} {
 		for _, method := range []Method{SGN, FGN, FGNMatrixFree} {
 			for _, policy := range []fgn.DampingPolicy{fgn.ConstantDamping{}, fgn.LevenbergMarquardt()} {
-				cfg := Config{Method: method, Model: m, BatchSize: 32, Epochs: 4, EvalEvery: 4, Seed: 5,
-					Hyper: Hyper{Damping: policy}}
+				cfg := Config{Method: method, Settings: DefaultSettings(method), Model: m, BatchSize: 32, Epochs: 4, EvalEvery: 4, Seed: 5,
+					DampingPolicy: policy}
 				lm := policy.Adaptive()
 				if lm {
-					cfg.Hyper.Alpha, cfg.Hyper.Lambda = 1.5, 1e-2
+					cfg.Settings.LearningRate, cfg.Settings.Damping = 1.5, 1e-2
 				}
 				tr, err := Run(testBackend, cfg, trainSet, evalSet)
 				if err != nil {
@@ -321,7 +321,7 @@ func TestDampingTelemetry(t *testing.T) {
 					t.Errorf("%s %s %s: training loss %.4f → %.4f", method, m, policy, first.TrainLoss, last.TrainLoss)
 				}
 				t.Logf("%s %s %s: train loss %.4f → %.4f, λ %g → %g, %d rejected of %d steps", method, m, policy,
-					first.TrainLoss, last.TrainLoss, cfg.Hyper.WithDefaults(method).Lambda, last.NextLambda,
+					first.TrainLoss, last.TrainLoss, cfg.Settings.Damping, last.NextLambda,
 					last.RejectedSteps, last.Step)
 			}
 		}

@@ -118,7 +118,7 @@ func TestAggregate(t *testing.T) {
 		t.Fatal(err)
 	}
 	if end := full[1].Time[4]; end != 3 || !approx(full[1].AccMean[4], 0.8) || full[0].Time[4] != 2 {
-		t.Errorf("full curves end at Adam %g s and FGN %g s (accuracy %g), want 2 s and 3 s (0.8)", full[0].Time[4], end, full[1].AccMean[4])
+		t.Errorf("full curves end at Adam %g s and FGN (closed-form Gram) %g s (accuracy %g), want 2 s and 3 s (0.8)", full[0].Time[4], end, full[1].AccMean[4])
 	}
 
 	// Table 1 from these curves: thresholds 30 % and 65 %. Adam's mean reaches 0.3 at the
@@ -153,8 +153,8 @@ func TestAggregate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"| Adam | 40.00 ± 10.00 | 1.5000 ± 0.5000 | 300 (250–350) | 1.333 | – |", "| FGN | 70.00 ± 0.00", "Acc. at 2 s",
-		"| Adam | 10 | 50.00 ± 0.00 | 1.0000 ± 0.0000 | 10 | – |", "| FGN | 20 | 80.00 ± 0.00 | 0.5000 ± 0.0000 | 10 | 20 |"} {
+	for _, s := range []string{"| Adam | 40.00 ± 10.00 | 1.5000 ± 0.5000 | 300 (250–350) | 1.333 | – |", "| FGN (closed-form Gram) | 70.00 ± 0.00", "Acc. at 2 s",
+		"| Adam | 10 | 50.00 ± 0.00 | 1.0000 ± 0.0000 | 10 | – |", "| FGN (closed-form Gram) | 20 | 80.00 ± 0.00 | 0.5000 ± 0.0000 | 10 | 20 |"} {
 		if !strings.Contains(md, s) {
 			t.Errorf("Markdown lacks %q:\n%s", s, md)
 		}
@@ -172,10 +172,10 @@ func TestAggregate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"at the end of their runs the mean test accuracy is FGN 80.00 % (step 20), Adam 50.00 % (step 10)",
-		"65 % is reached by FGN at step 20; not by Adam by the last step.", "30 % is reached by Adam and FGN at step 10.",
-		"at the 2 s horizon the mean test accuracy is FGN 70.00 %, Adam 40.00 %", "Median step times: Adam 300 ms, FGN 125 ms.",
-		"30 % is reached by FGN after 0.625 s, then Adam after 1.33 s."} {
+	for _, s := range []string{"at the end of their runs the mean test accuracy is FGN (closed-form Gram) 80.00 % (step 20), Adam 50.00 % (step 10)",
+		"65 % is reached by FGN (closed-form Gram) at step 20; not by Adam by the last step.", "30 % is reached by Adam and FGN (closed-form Gram) at step 10.",
+		"at the 2 s horizon the mean test accuracy is FGN (closed-form Gram) 70.00 %, Adam 40.00 %", "Median step times: Adam 300 ms, FGN (closed-form Gram) 125 ms.",
+		"30 % is reached by FGN (closed-form Gram) after 0.625 s, then Adam after 1.33 s."} {
 		if !strings.Contains(caption, s) {
 			t.Errorf("caption lacks %q:\n%s", s, caption)
 		}

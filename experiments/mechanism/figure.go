@@ -240,7 +240,7 @@ func Caption(ts *Tables) (string, error) {
 	fmt.Fprintf(&b, "(a) Steady-state time of one optimiser step (logits, direction and parameter update in one compiled graph) "+
 		"of a linear softmax head on fixed Gaussian features, against the number of classes C; median over the timed steps, "+
 		"interquartile range shaded. Adam is GoMLX's optimizer.Adam; SGN is parameter-space CG on the full softmax GGN; "+
-		"FGN is row-space CG (eq. 4.6) on the closed-form affine-head row Gram of appendix F.2; FGN (matrix-free) is the same "+
+		"FGN (closed-form Gram) is row-space CG (eq. 4.6) on the closed-form affine-head row Gram of appendix F.2; FGN (matrix-free) is the same "+
 		"row-space CG applying the row operator by one JVP and one VJP of the head per iteration (eq. 4.8), the products SGN uses. "+
 		"λ = 1, CG budget 5. %s. %s. Profile %s.\n",
 		get(ts.StepTime, "parameters"), get(ts.StepTime, "steps"), get(ts.StepTime, "profile"))

@@ -79,7 +79,7 @@ func TestFigureFromCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"Profile test", "FGN/SGN median step-time ratio", "FGN (matrix-free)/SGN", "t_max=1", report.Device()} {
+	for _, s := range []string{"Profile test", "FGN (closed-form Gram)/SGN median step-time ratio", "FGN (matrix-free)/SGN", "t_max=1", report.Device()} {
 		if !strings.Contains(string(caption), s) {
 			t.Errorf("caption lacks %q:\n%s", s, caption)
 		}

@@ -245,7 +245,7 @@ func StepTime(backend compute.Backend, c StepTimeConfig, progressW io.Writer) (s
 
 	t, samples := report.NewTable(StepTimeColumns...), report.NewTable(StepSampleColumns...)
 	t.Comment("panel", "(a) steady-state optimiser step time, linear softmax head on fixed Gaussian features")
-	t.Comment("parameters", fmt.Sprintf("d=%d batch=%d examples=%d (%d static batches, one per step, cycling) lambda=%g cg_budget=%d adam_lr=%g step_size=%g seed=%d float32",
+	t.Comment("parameters", fmt.Sprintf("d=%d batch=%d examples=%d (%d static batches, one per step, cycling) damping=%g cg_max_iterations=%d adam_learning_rate=%g learning_rate=%g seed=%d float32",
 		c.Dim, c.Batch, c.Examples, c.Examples/c.Batch, c.Settings.Damping, c.Settings.CG.MaxIterations, c.AdamLearningRate, c.Settings.LearningRate, c.Seed))
 	warmLarge := ""
 	if c.LargeC > 0 {

@@ -28,7 +28,9 @@ import (
 	"github.com/fgn-paper/fgn/fgn/backend"
 )
 
-// Method names an optimizer.
+// Method names an optimizer, in the repository's vocabulary: the curvature (SGN or FGN), FGN's
+// row operator (closed-form Gram or matrix-free) and the linearisation, which the model fixes
+// (an affine head's exact products; autodiff, fgn.LinearizeFunc, for an MLP).
 type Method string
 
 const (
@@ -36,20 +38,21 @@ const (
 	Adam Method = "adam"
 	// SGN is the full softmax-GGN baseline (fgn.SGN): parameter-space CG, warm-started.
 	SGN Method = "sgn"
-	// FGN is fgn.FGN: the closed-form affine row Gram (app. F.2) for an affine head, with the
-	// feature Gram h hᵀ + 1 of each static batch computed once; JVP/VJP closures for other models.
-	// It is the paper's FGN on Cars196.
+	// FGN is "FGN (closed-form Gram)": fgn.FGN with the closed-form row Gram of an affine head
+	// (app. F.2), the feature Gram h hᵀ + 1 of each static batch computed once. It is the paper's
+	// FGN on Cars196, and needs an affine head.
 	FGN Method = "fgn"
-	// FGNMatrixFree is fgn.FGN with MatrixFree: the row operator is applied by one VJP and one
-	// JVP of the margin map per CG iteration (eq. 4.8, Algorithm 1) — for an affine head through
-	// its exact products, the same ones SGN uses, for other models through autodiff closures.
+	// FGNMatrixFree is "FGN (matrix-free)": fgn.FGN with fgn.MatrixFree, the row operator applied
+	// by one VJP and one JVP of the margin map per CG iteration (eq. 4.8, Algorithm 1), through
+	// the affine head's exact products (the ones SGN uses) or an MLP's autodiff products.
 	FGNMatrixFree Method = "fgn-matrix-free"
 )
 
 // Methods lists the methods in the order the experiments report them.
 var Methods = []Method{Adam, SGN, FGN, FGNMatrixFree}
 
-// Label returns the method's name in figure legends and tables.
+// Label returns the method's name in figure legends and tables: "Adam", "SGN",
+// "FGN (closed-form Gram)", "FGN (matrix-free)".
 func (m Method) Label() string {
 	switch m {
 	case Adam:
@@ -57,7 +60,7 @@ func (m Method) Label() string {
 	case SGN:
 		return "SGN"
 	case FGN:
-		return "FGN"
+		return "FGN (closed-form Gram)"
 	case FGNMatrixFree:
 		return "FGN (matrix-free)"
 	}
@@ -185,6 +188,9 @@ func (c Config) Validate(trainSet, evalSet *features.Set) (classes int, err erro
 	switch {
 	case c.Model.Hidden < 0:
 		return 0, fmt.Errorf("hidden width must be ≥ 0, got %d", c.Model.Hidden)
+	case c.Method == FGN && c.Model.Hidden > 0:
+		return 0, fmt.Errorf("%s needs an affine head's closed-form Gram; an MLP (hidden width %d) has none: use %s",
+			FGN, c.Model.Hidden, FGNMatrixFree)
 	case c.Epochs < 1:
 		return 0, fmt.Errorf("epochs must be ≥ 1, got %d", c.Epochs)
 	case c.EvalEvery < 1:

@@ -24,6 +24,9 @@ type StepCurve struct {
 	Steps                          []int
 	Epochs                         []float64
 	AccMean, AccStd, CEMean, CEStd []float64
+	// CGIterations is the mean over seeds of the mean number of CG iterations per step since the
+	// previous evaluation (train.Point.CGIterations; 0 at step 0 and for Adam).
+	CGIterations []float64
 }
 
 // StepCurves averages each method's runs at their evaluation steps, which every run of a method
@@ -32,22 +35,22 @@ func StepCurves(runs []Run, methods []train.Method) ([]StepCurve, error) {
 	var curves []StepCurve
 	for _, m := range methods {
 		var sc *StepCurve
-		var accs, ces [][]float64
+		var accs, ces, cgs [][]float64
 		for _, r := range runs {
 			if r.Method != m {
 				continue
 			}
 			steps, epochs := make([]int, len(r.Points)), make([]float64, len(r.Points))
-			acc, ce := make([]float64, len(r.Points)), make([]float64, len(r.Points))
+			acc, ce, cg := make([]float64, len(r.Points)), make([]float64, len(r.Points)), make([]float64, len(r.Points))
 			for k, p := range r.Points {
-				steps[k], epochs[k], acc[k], ce[k] = p.Step, p.Epoch, p.EvalAccuracy, p.EvalLoss
+				steps[k], epochs[k], acc[k], ce[k], cg[k] = p.Step, p.Epoch, p.EvalAccuracy, p.EvalLoss, p.CGIterations
 			}
 			if sc == nil {
 				sc = &StepCurve{Method: m, Steps: steps, Epochs: epochs}
 			} else if !slices.Equal(sc.Steps, steps) {
 				return nil, fmt.Errorf("headopt: %s seed %d is evaluated at other steps than the method's other runs", m, r.Seed)
 			}
-			accs, ces = append(accs, acc), append(ces, ce)
+			accs, ces, cgs = append(accs, acc), append(ces, ce), append(cgs, cg)
 		}
 		if sc == nil {
 			return nil, fmt.Errorf("headopt: no runs of method %s", m)
@@ -58,6 +61,9 @@ func StepCurves(runs []Run, methods []train.Method) ([]StepCurve, error) {
 			return nil, err
 		}
 		if sc.CEMean, sc.CEStd, err = MeanStd(ces); err != nil {
+			return nil, err
+		}
+		if sc.CGIterations, _, err = MeanStd(cgs); err != nil {
 			return nil, err
 		}
 		curves = append(curves, *sc)

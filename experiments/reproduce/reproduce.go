@@ -1,7 +1,7 @@
 // Package reproduce regenerates every figure and table of the paper into one directory, in one
 // profile, skipping the targets that are up to date.
 //
-// A target is one experiment (Figure 1; Figure 2 with Table 1) with its exact output file names
+// A target is one experiment (Figure 1; Figure 2 with Table 1; the CG stopping-rule ablation) with its exact output file names
 // and a function that builds them. Run goes through the targets in order, printing the overall
 // progress (target k of n, why it is built or skipped) around the experiments' own progress
 // bars and per-run lines.
@@ -199,8 +199,9 @@ func cacheFingerprint(dir string) (map[string]string, error) {
 	return fp, nil
 }
 
-// Targets returns the targets of cfg, in build order: Figure 1, then Figure 2 and Table 1 on
-// the Cars196 cache in cfg.Features if there is one, else on the synthetic stand-in.
+// Targets returns the targets of cfg, in build order: Figure 1, then Figure 2 and Table 1, then
+// the CG stopping-rule ablation (headopt.MakeAblation), both on the Cars196 cache in
+// cfg.Features if there is one, else on the synthetic stand-in.
 func Targets(cfg Config) ([]Target, error) {
 	p := cfg.Plan
 	fig1 := Target{Name: "figure1", Title: "Figure 1 (mechanism)",
@@ -221,41 +222,36 @@ func Targets(cfg Config) ([]Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	tag, title := "synthetic_standin", "Figure 2 and Table 1 (synthetic stand-in, NOT Cars196)"
+	tag, on := "synthetic_standin", " (synthetic stand-in, NOT Cars196)"
 	inputs := map[string]string{"data": "synthetic Gaussian mixture of the settings (headopt.Synthetic)"}
 	if cars {
 		var name string
 		if tag, name, err = headopt.CacheNames(cfg.Features); err != nil {
 			return nil, err
 		}
-		title = "Figure 2 and Table 1 (" + name + ")"
+		on = " (" + name + ")"
 		if inputs, err = cacheFingerprint(cfg.Features); err != nil {
 			return nil, err
 		}
 	}
+	load := func() (*headopt.Data, error) {
+		if cars {
+			return headopt.LoadCache(cfg.Features)
+		}
+		return headopt.Synthetic(p.Headopt)
+	}
 	files := headopt.FilesFor("", tag)
-	fig2 := Target{Name: "headopt_" + tag, Title: title, Outputs: []string{files.Curves, files.Steps, files.Seeds, files.Caption},
+	fig2 := Target{Name: "headopt_" + tag, Title: "Figure 2 and Table 1" + on, Outputs: []string{files.Curves, files.Steps, files.Seeds, files.Caption},
 		Settings: map[string]any{"profile": p.Headopt, "hyper_parameters": headopt.PaperHypers,
 			"grid_points": headopt.DefaultGridPoints},
 		Inputs: inputs,
 		build: func(cfg Config, b build) error {
-			var d *headopt.Data
-			var err error
-			if cars {
-				d, err = headopt.LoadCache(cfg.Features)
-			} else {
-				d, err = headopt.Synthetic(p.Headopt)
-			}
+			d, err := load()
 			if err != nil {
 				return err
 			}
 			mc := headopt.MakeConfig{Profile: p.Headopt, Out: cfg.Out, TracesDir: filepath.Join(b.work, "traces"),
-				Command: cfg.Command, Log: cfg.Log}
-			if cfg.RunBar != nil {
-				mc.RunProgress = func(i, runs int, m train.Method, seed uint64) func(done, total int) {
-					return cfg.RunBar(fmt.Sprintf("[%d/%d] run %d/%d %s seed %d", b.k, b.n, i, runs, m, seed))
-				}
-			}
+				Command: cfg.Command, Log: cfg.Log, RunProgress: runBar(cfg, b)}
 			_, err = headopt.Make(cfg.Backend, mc, d)
 			return err
 		}}
@@ -265,7 +261,42 @@ func Targets(cfg Config) ([]Target, error) {
 	for _, ext := range []string{"csv", "md", "tex"} {
 		fig2.Outputs = append(fig2.Outputs, files.Table+"."+ext)
 	}
-	return []Target{fig1, fig2}, nil
+
+	afiles := headopt.AblationFilesFor("", tag)
+	rules := make([]string, len(headopt.StoppingRules))
+	for i, r := range headopt.StoppingRules {
+		rules[i] = r.String()
+	}
+	ablation := Target{Name: "cg_stopping_" + tag, Title: "CG stopping-rule ablation" + on,
+		Outputs:  []string{afiles.Steps, afiles.Caption},
+		Settings: map[string]any{"profile": p.Headopt, "rules": rules, "hyper_parameters": headopt.PaperHypers},
+		Inputs:   inputs,
+		build: func(cfg Config, b build) error {
+			d, err := load()
+			if err != nil {
+				return err
+			}
+			ac := headopt.AblationConfig{Profile: p.Headopt, Out: cfg.Out, TracesDir: filepath.Join(b.work, "traces"),
+				Command: cfg.Command, Log: cfg.Log, RunProgress: runBar(cfg, b)}
+			_, err = headopt.MakeAblation(cfg.Backend, ac, d)
+			return err
+		}}
+	for _, ext := range plot.Formats {
+		ablation.Outputs = append(ablation.Outputs, afiles.Figure+"."+ext)
+	}
+	return []Target{fig1, fig2, ablation}, nil
+}
+
+// runBar returns the step-progress callback of head-optimisation run i of runs for build b
+// (cfg.RunBar with a description naming the target, the run and its seed), or nil without
+// cfg.RunBar.
+func runBar(cfg Config, b build) func(i, runs int, m train.Method, seed uint64) func(done, total int) {
+	if cfg.RunBar == nil {
+		return nil
+	}
+	return func(i, runs int, m train.Method, seed uint64) func(done, total int) {
+		return cfg.RunBar(fmt.Sprintf("[%d/%d] run %d/%d %s seed %d", b.k, b.n, i, runs, m, seed))
+	}
 }
 
 // Stamp records what a target was built from (see the package documentation). Built and

@@ -62,17 +62,17 @@ func outputs(t *testing.T, cfg Config) map[string]time.Time {
 func TestRunSkipsWhatIsUpToDate(t *testing.T) {
 	be := backend.MustNew()
 	cfg := Config{Plan: tinyPlan(t), Out: t.TempDir(), Backend: be, Command: "test"}
-	const fig1, fig2 = "figure1", "headopt_synthetic_standin"
+	const fig1, fig2, ablation = "figure1", "headopt_synthetic_standin", "cg_stopping_synthetic_standin"
 	res, err := Run(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{fig1, fig2}; !slices.Equal(res.Built, want) || len(res.Skipped) != 0 {
+	if want := []string{fig1, fig2, ablation}; !slices.Equal(res.Built, want) || len(res.Skipped) != 0 {
 		t.Fatalf("first run built %v, skipped %v; want %v built", res.Built, res.Skipped, want)
 	}
 	before := outputs(t, cfg)
-	if len(before) != 2+8+10 {
-		t.Errorf("%d declared outputs and stamps, want 20: %v", len(before), slices.Sorted(maps.Keys(before)))
+	if len(before) != 3+8+10+5 {
+		t.Errorf("%d declared outputs and stamps, want 26: %v", len(before), slices.Sorted(maps.Keys(before)))
 	}
 
 	res, err = Run(cfg)
@@ -106,8 +106,8 @@ func TestRunSkipsWhatIsUpToDate(t *testing.T) {
 			}
 		}, []string{fig2}},
 		{"settings changed", func(c *Config) { c.Plan.Trace.Points = 31 }, []string{fig1}},
-		{"profile changed", func(c *Config) { c.Plan.Profile, c.Plan.Headopt.Epochs = "quick", 3 }, []string{fig1, fig2}},
-		{"forced", func(c *Config) { c.Force = true }, []string{fig1, fig2}},
+		{"profile changed", func(c *Config) { c.Plan.Profile, c.Plan.Headopt.Epochs = "quick", 3 }, []string{fig1, fig2, ablation}},
+		{"forced", func(c *Config) { c.Force = true }, []string{fig1, fig2, ablation}},
 		{"nothing changed", func(c *Config) { c.Force = false }, nil},
 	} {
 		tc.change(&cfg)
@@ -126,8 +126,10 @@ func TestRunSkipsWhatIsUpToDate(t *testing.T) {
 		if wantBack := map[string]int{"interrupted (no stamp)": 6}[tc.name]; readBack != wantBack {
 			t.Errorf("%s: %d runs read back, want %d:\n%s", tc.name, readBack, wantBack, log.String())
 		}
-		if work, _ := filepath.Glob(filepath.Join(cfg.Out, StampDir, fig2+"-*")); len(work) != 1 {
-			t.Errorf("%s: work directories %v, want one", tc.name, work)
+		for _, target := range []string{fig2, ablation} {
+			if work, _ := filepath.Glob(filepath.Join(cfg.Out, StampDir, target+"-*")); len(work) != 1 {
+				t.Errorf("%s: %s's work directories %v, want one", tc.name, target, work)
+			}
 		}
 	}
 	cfg.Log = nil
@@ -180,8 +182,14 @@ func TestTargetsData(t *testing.T) {
 	want := []string{"figure2_synthetic_standin_curves.csv", "figure2_synthetic_standin_steps.csv", "table1_synthetic_standin_seeds.csv",
 		"figure2_synthetic_standin.caption.md", "figure2_synthetic_standin.svg", "figure2_synthetic_standin.png",
 		"figure2_synthetic_standin.pdf", "table1_synthetic_standin.csv", "table1_synthetic_standin.md", "table1_synthetic_standin.tex"}
-	if len(targets) != 2 || targets[1].Name != "headopt_synthetic_standin" || !slices.Equal(targets[1].Outputs, want) {
+	if len(targets) != 3 || targets[1].Name != "headopt_synthetic_standin" || !slices.Equal(targets[1].Outputs, want) {
 		t.Errorf("without a cache: targets %v, outputs %v; want headopt_synthetic_standin with %v", targets, targets[1].Outputs, want)
+	}
+	wantAblation := []string{"ablation_cg_stopping_synthetic_standin_steps.csv", "ablation_cg_stopping_synthetic_standin.caption.md",
+		"ablation_cg_stopping_synthetic_standin.svg", "ablation_cg_stopping_synthetic_standin.png", "ablation_cg_stopping_synthetic_standin.pdf"}
+	if len(targets) == 3 && (targets[2].Name != "cg_stopping_synthetic_standin" || !slices.Equal(targets[2].Outputs, wantAblation)) {
+		t.Errorf("without a cache: ablation target %s with outputs %v; want cg_stopping_synthetic_standin with %v",
+			targets[2].Name, targets[2].Outputs, wantAblation)
 	}
 
 	cache := filepath.Join(t.TempDir(), "toy")
@@ -196,6 +204,10 @@ func TestTargetsData(t *testing.T) {
 	if fig2.Name != "headopt_features_toy" || !slices.Contains(fig2.Outputs, "table1_features_toy.csv") ||
 		fig2.Title != "Figure 2 and Table 1 (feature cache toy (C = 4, not Cars196))" {
 		t.Errorf("with a cache: target %s (%s), outputs %v; want headopt_features_toy writing table1_features_toy.csv", fig2.Name, fig2.Title, fig2.Outputs)
+	}
+	if ab := targets[2]; ab.Name != "cg_stopping_features_toy" || !maps.Equal(ab.Inputs, fig2.Inputs) ||
+		ab.Title != "CG stopping-rule ablation (feature cache toy (C = 4, not Cars196))" {
+		t.Errorf("with a cache: ablation target %s (%s), inputs %v; want cg_stopping_features_toy on the cache's fingerprint", ab.Name, ab.Title, ab.Inputs)
 	}
 	x, _ := features.CachePaths(cache, "train")
 	later := time.Now().Add(time.Hour)

@@ -1,0 +1,139 @@
+package headopt
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fgn-paper/fgn/experiments/report"
+	"github.com/fgn-paper/fgn/experiments/train"
+	"github.com/fgn-paper/fgn/fgn/backend"
+)
+
+// ablationRun is an FGN run evaluated at steps 0, 10, 20 with the given accuracies (fractions)
+// and mean CG iterations per step of each interval.
+func ablationRun(seed uint64, acc [3]float64, cg [2]float64) Run {
+	return Run{Method: train.FGN, Seed: seed, Points: []train.Point{
+		{Step: 0, EvalAccuracy: acc[0], EvalLoss: 2},
+		{Step: 10, EvalAccuracy: acc[1], EvalLoss: 1.5, CGIterations: cg[0], OptSeconds: 1},
+		{Step: 20, EvalAccuracy: acc[2], EvalLoss: 1, CGIterations: cg[1], OptSeconds: 2},
+	}}
+}
+
+// TestAblationTable checks the ablation's table and caption against hand-computed values: the
+// per-seed and mean accuracy differences, the step-weighted mean CG iterations, and the
+// statement whether the curves differ.
+func TestAblationTable(t *testing.T) {
+	paper := []Run{ablationRun(1, [3]float64{0.1, 0.3, 0.5}, [2]float64{1, 1}), ablationRun(2, [3]float64{0.1, 0.2, 0.4}, [2]float64{1, 3})}
+	for _, tc := range []struct {
+		name     string
+		other    []Run
+		diff     []float64 // acc_max_abs_seed_diff_pct per step
+		caption  []string
+		meanCG   [2]float64 // over all steps and seeds, per rule
+		errorHas string
+	}{
+		{"identical", paper, []float64{0, 0, 0},
+			[]string{"The curves do not differ: every seed has the same test accuracy under both rules at each of the 3 evaluation steps."},
+			[2]float64{1.5, 1.5}, ""},
+		{"one seed differs", []Run{ablationRun(1, [3]float64{0.1, 0.35, 0.5}, [2]float64{5, 5}), ablationRun(2, [3]float64{0.1, 0.2, 0.38}, [2]float64{5, 4})},
+			[]float64{0, 5, 2},
+			[]string{"The curves differ: at matched evaluation steps the mean test accuracies differ by at most 2.5 percentage points (step 10), and one seed's accuracy under the two rules by at most 5 points (step 10)."},
+			[2]float64{1.5, 4.75}, ""},
+		{"seeds out of order", []Run{paper[1], paper[0]}, nil, nil, [2]float64{}, "is seed 1"},
+		{"a rule without runs", nil, nil, nil, [2]float64{}, "no runs of method fgn"},
+	} {
+		tab, err := AblationTable([][]Run{paper, tc.other}, "toy")
+		if tc.errorHas != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.errorHas) {
+				t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.errorHas)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		path := filepath.Join(t.TempDir(), "ablation.csv")
+		if err := tab.Write(path); err != nil {
+			t.Fatal(err)
+		}
+		back, err := report.Read(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		diff, err := back.Floats("acc_max_abs_seed_diff_pct")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range tc.diff {
+			if !approx(diff[k], tc.diff[k]) {
+				t.Errorf("%s: step %d: per-seed difference %g, want %g (tolerance %g)", tc.name, k, diff[k], tc.diff[k], tol)
+			}
+		}
+		d, err := readAblation(back)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range StoppingRules {
+			if got := d.meanCGPerStep(i); !approx(got, tc.meanCG[i]) {
+				t.Errorf("%s: rule %s: mean CG iterations per step %g, want %g (tolerance %g)", tc.name, StoppingRules[i], got, tc.meanCG[i], tol)
+			}
+		}
+		text, err := AblationCaption(back, "toy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range tc.caption {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s: caption lacks %q:\n%s", tc.name, want, text)
+			}
+		}
+		for _, r := range StoppingRules {
+			if !strings.Contains(text, RuleLabel(r)) {
+				t.Errorf("%s: caption does not name %q:\n%s", tc.name, RuleLabel(r), text)
+			}
+		}
+	}
+}
+
+// TestMakeAblation runs the ablation on the smoke stand-in and checks its outputs exist, that
+// each rule's traces record that rule, and that a second call reads every run back.
+func TestMakeAblation(t *testing.T) {
+	be, err := backend.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, d := smoke(t)
+	out := t.TempDir()
+	var log strings.Builder
+	paths, err := MakeAblation(be, AblationConfig{Profile: p, Out: out, Command: "test", Log: &log}, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := AblationFilesFor(out, d.Tag())
+	for _, f := range []string{files.Steps, files.Caption, files.Figure + ".png", files.Figure + ".svg", files.Figure + ".pdf"} {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Errorf("output %s missing or empty (%v)", f, err)
+		}
+	}
+	if len(paths) != 5 {
+		t.Errorf("MakeAblation returned %d paths, want 5: %v", len(paths), paths)
+	}
+	for _, r := range StoppingRules {
+		tab, err := report.Read(TracePath(filepath.Join(files.TracesDir, r.String()), train.FGN, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := tab.Lookup("cg_stopping_rule"); got != r.String() {
+			t.Errorf("trace of rule %s records cg_stopping_rule %q", r, got)
+		}
+	}
+	log.Reset()
+	if _, err := MakeAblation(be, AblationConfig{Profile: p, Out: out, Command: "test", Log: &log}, d); err != nil {
+		t.Fatal(err)
+	}
+	if n, want := strings.Count(log.String(), "read back"), len(StoppingRules)*p.Seeds; n != want {
+		t.Errorf("second ablation read back %d runs, want %d:\n%s", n, want, log.String())
+	}
+}

@@ -27,7 +27,8 @@ type Direction struct {
 	// nil for SGN.
 	RowRHS *Node
 	// Finite is true (boolean scalar) when the loss, the CG residual and every entry of D are
-	// finite. The optimizers take a step only when it holds.
+	// finite (and D's entries do not sum beyond the dtype's range). The optimizers take a step
+	// only when it holds.
 	Finite *Node
 	// Damping is the damping telemetry of an optimizer step (UpdateGraphWithLinearization); nil
 	// for a direction computed on its own.
@@ -63,7 +64,9 @@ func newDirection(d Vec, m *Margin, sol CGResult) *Direction {
 	loss := ReduceAllMean(m.Loss)
 	finite := LogicalAnd(IsFinite(loss), IsFinite(sol.Residual))
 	for _, x := range d {
-		finite = LogicalAnd(finite, LogicalAll(IsFinite(x)))
+		// One reduction per tensor: a NaN or Inf entry makes the sum NaN or Inf. (A sum of finite
+		// entries that overflows also counts as not finite: such a step is no step either.)
+		finite = LogicalAnd(finite, IsFinite(ReduceAllSum(x)))
 	}
 	return &Direction{
 		Finite:      finite,

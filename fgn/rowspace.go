@@ -129,7 +129,8 @@ func rowSpaceDirection(m *Margin, j MarginJacobian, gram marginGram, u0 *Node, c
 		sys.refNorm2 = gram.normJT(m.PDagger)
 	}
 	sol := solveCG(sys, cfg.CG, inLoop)
-	d := vecScale(Scalar(g, dtype, -1), j.VJP(Add(w.deltaR, Mul(w.sqrtQ, sol.X[0]))))
+	// d = −Jᵀ(δ_R + Q^{1/2}u): the sign goes into the b-vector, not over the d×C result.
+	d := j.VJP(Neg(Add(w.deltaR, Mul(w.sqrtQ, sol.X[0]))))
 	dir := newDirection(d, m, sol)
 	dir.RowRHS = rhs
 	return dir

@@ -15,9 +15,10 @@ func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings) *Direct
 	dtype := m.S.DType()
 	b := float64(m.S.Shape().Dim(0))
 	probs := Softmax(lin.Logits(), -1)
-	grad := vecScale(Scalar(g, dtype, 1/b), lin.VJP(Sub(probs, m.OneHot)))
+	// −g = Jᵀ(y − p)/b: the scale and sign go into the b×C cotangent.
+	negGrad := lin.VJP(MulScalar(Sub(m.OneHot, probs), 1/b))
 	op := GGNOperator(lin, probs, cfg.scaledLambda(g, dtype, 1))
-	sol := solveCG(cgSystem{curvature: op, rhs: vecScale(Scalar(g, dtype, -1), grad), x0: x0}, cfg.CG, inWhileLoop(lin))
+	sol := solveCG(cgSystem{curvature: op, rhs: negGrad, x0: x0}, cfg.CG, inWhileLoop(lin))
 	return newDirection(sol.X, m, sol)
 }
 

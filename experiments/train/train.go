@@ -424,7 +424,7 @@ func guardedAdamUpdate(scope *model.Scope, adam optimizer.Interface, loss *Node)
 	grads := scope.BuildTrainableVariablesGradientsGraph(loss)
 	finite := IsFinite(loss)
 	for _, grad := range grads {
-		finite = LogicalAnd(finite, LogicalAll(IsFinite(grad)))
+		finite = LogicalAnd(finite, IsFinite(ReduceAllSum(grad)))
 	}
 	adam.(gradientsUpdater).UpdateGraphWithGradients(scope, grads, loss.DType())
 	var changed []*model.Variable
@@ -432,7 +432,7 @@ func guardedAdamUpdate(scope *model.Scope, adam optimizer.Interface, loss *Node)
 		if v.ChangedInGraph(g) {
 			changed = append(changed, v)
 			if v.DType().IsFloat() {
-				finite = LogicalAnd(finite, LogicalAll(IsFinite(v.NodeValue(g))))
+				finite = LogicalAnd(finite, IsFinite(ReduceAllSum(v.NodeValue(g))))
 			}
 		}
 	}

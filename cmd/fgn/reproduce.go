@@ -14,7 +14,9 @@ import (
 const reproduceHelp = `usage: fgn reproduce [flags]
 
 Regenerates every figure and table of the paper into --out in one profile: Figure 1 (as "fgn
-figure mechanism"), then Figure 2 and Table 1 (as "fgn headopt") on the Cars196 feature cache in
+figure mechanism"), then Figure 2 and Table 1 (as "fgn headopt", FGN stopping CG by the paper's
+whitened-row rule), then the CG stopping-rule ablation (FGN under that rule and under the
+library's parameter-residual rule, same seeds and batches), on the Cars196 feature cache in
 --features, or on the synthetic stand-in (NOT Cars196, labelled so) when there is none. A target
 whose outputs exist and whose stamp (<out>/.reproduce/<target>.json) records the same profile,
 settings, inputs, code (the compiled source and build settings) and backend is skipped; --force

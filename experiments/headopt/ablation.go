@@ -192,7 +192,7 @@ func AblationTable(runs [][]Run, title string) (*report.Table, error) {
 	t.Comment("data", title)
 	s := AblationSettings(StoppingRules[0])
 	t.Comment("method", train.FGN.Label())
-	t.Comment("settings", fmt.Sprintf("learning_rate %g, damping %g, cg_max_iterations %d, cg_tolerance %g, as Figure 2 apart from the stopping rule",
+	t.Comment("settings", fmt.Sprintf("learning_rate %g, damping %g, cg_max_iterations %d, cg_tolerance %g",
 		s.LearningRate, s.Damping, s.CG.MaxIterations, s.CG.Tolerance))
 	t.Comment("cg_max_iterations", fmt.Sprint(s.CG.MaxIterations))
 	t.Comment("seeds", fmt.Sprint(len(a)))

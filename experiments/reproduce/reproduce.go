@@ -263,13 +263,9 @@ func Targets(cfg Config) ([]Target, error) {
 	}
 
 	afiles := headopt.AblationFilesFor("", tag)
-	rules := make([]string, len(headopt.StoppingRules))
-	for i, r := range headopt.StoppingRules {
-		rules[i] = r.String()
-	}
 	ablation := Target{Name: "cg_stopping_" + tag, Title: "CG stopping-rule ablation" + on,
 		Outputs:  []string{afiles.Steps, afiles.Caption},
-		Settings: map[string]any{"profile": p.Headopt, "rules": rules, "hyper_parameters": headopt.PaperHypers},
+		Settings: map[string]any{"profile": p.Headopt, "rules": headopt.StoppingRules, "hyper_parameters": headopt.PaperHypers},
 		Inputs:   inputs,
 		build: func(cfg Config, b build) error {
 			d, err := load()

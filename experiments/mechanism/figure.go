@@ -164,8 +164,9 @@ func PanelTrace(t *report.Table) (*plot.Plot, error) {
 		style plot.Style
 		ys    []float64
 	}{
-		{"full 2p*p† + p†²ξ", full, cols["tr_full"]},
-		{"retained p*p†(2−ξ)", retained, cols["tr_retained"]},
+		// q = p★p† (eq. 2.5): the embedded fonts have no ★.
+		{"full 2q + p†²ξ", full, cols["tr_full"]},
+		{"retained q(2−ξ)", retained, cols["tr_retained"]},
 		{"dropped p†ξ", plot.Series(3), cols["tr_dropped"]},
 	} {
 		if err := plot.AddSeries(p, s.label, s.style, xi, s.ys); err != nil {
@@ -256,7 +257,7 @@ func Caption(ts *Tables) (string, error) {
 	}
 	fmt.Fprintf(&b, "\n(b) Output-space traces of Theorem 3.1 for one example, from the library's dense matrices "+
 		"(fgn.NewDense: Kept, DroppedOut, Cov), against the competitor dispersion ξ; the shaded gap between full and "+
-		"retained is the dropped trace p†ξ. %s.\n", get(ts.Trace, "parameters"))
+		"retained is the dropped trace p†ξ; q = p★p† is the curvature weight of eq. (2.5). %s.\n", get(ts.Trace, "parameters"))
 	fmt.Fprintf(&b, "\n(c) Fraction R of the full-GGN damped quadratic decrease retained by the damped FGN step in the "+
 		"two-dimensional linear-logit construction of appendix G.1, against ξ, for three damping scales. %s; t_j %s; %s.\n",
 		get(ts.Agreement, "parameters"), get(ts.Agreement, "t_j"), get(ts.Agreement, "damping"))

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gomlx/compute"
 
-	"github.com/fgn-paper/fgn/experiments/train"
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/cli"
@@ -154,10 +154,10 @@ func newBackend(flagValue string) (compute.Backend, error) {
 }
 
 // parseMethods parses a comma-separated list of methods, each at most once.
-func parseMethods(list string) ([]train.Method, error) {
-	var ms []train.Method
+func parseMethods(list string) ([]method.Method, error) {
+	var ms []method.Method
 	for _, name := range strings.Split(list, ",") {
-		m, err := train.ParseMethod(strings.TrimSpace(name))
+		m, err := method.ParseMethod(strings.TrimSpace(name))
 		if err != nil {
 			return nil, cli.Usagef("--method: %v", err)
 		}

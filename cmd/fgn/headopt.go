@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/fgn-paper/fgn/experiments/headopt"
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/report"
-	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/cli"
@@ -73,11 +73,11 @@ func (f *headoptFlags) load() (headopt.Profile, *headopt.Data, error) {
 
 // runProgress returns the per-run progress bars of the selection's candidate runs, labelled
 // with the run's place in the grid.
-func runProgress(w io.Writer, quiet bool) func(k, n int, m train.Method, seed uint64) func(done, total int) {
+func runProgress(w io.Writer, quiet bool) func(k, n int, m method.Method, seed uint64) func(done, total int) {
 	if quiet {
 		return nil
 	}
-	return func(k, n int, m train.Method, seed uint64) func(done, total int) {
+	return func(k, n int, m method.Method, seed uint64) func(done, total int) {
 		return runBar(w, fmt.Sprintf("run %d/%d %s seed %d", k, n, m, seed))
 	}
 }
@@ -104,7 +104,7 @@ func newSweepBar(w io.Writer) *sweepBar {
 }
 
 // runProgress is headopt.SweepConfig.RunProgress.
-func (s *sweepBar) runProgress(k, n int, m train.Method, seed uint64) func(done, total int) {
+func (s *sweepBar) runProgress(k, n int, m method.Method, seed uint64) func(done, total int) {
 	s.run, s.runDone, s.runTotal = fmt.Sprintf("run %d/%d %s seed %d", k, n, m, seed), 0, 0
 	if s.trainedSince.IsZero() {
 		s.trainedSince = time.Now()
@@ -188,7 +188,7 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 	if n, ok := seeds.get(); ok {
 		p.Seeds = n
 	}
-	hypers := map[train.Method]fgn.Settings{}
+	hypers := map[method.Method]fgn.Settings{}
 	hyperSource := headopt.PaperHypers
 	if *config != "" {
 		if hypers, _, err = headopt.ReadSelection(*config, d.Tag(), p.Methods); err != nil {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fgn-paper/fgn/experiments/train"
+	"github.com/fgn-paper/fgn/experiments/method"
 )
 
 func TestMiniBar(t *testing.T) {
@@ -38,7 +38,7 @@ func TestSweepBar(t *testing.T) {
 	var stderr terminal
 	var stdout bytes.Buffer
 	s := &sweepBar{w: &stderr} // no delay: draw from the first step
-	step := s.runProgress(2, 6, train.SGN, 1)
+	step := s.runProgress(2, 6, method.SGN, 1)
 	step(1, 12)
 	s.progress(13, 72) // run 1 (12 steps) read back, then the first step of run 2
 	drawn := stderr.String()

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/features"
 	"github.com/fgn-paper/fgn/fgn"
@@ -47,7 +48,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	seed := c.Uint64("seed", 1, "seed of the initialisation and the one-time shuffle")
 	paper := fgn.DefaultSettings()
 	learningRate := c.optionalPositiveFloat("learning-rate", fmt.Sprintf("%g for adam, %g for sgn and fgn",
-		train.AdamLearningRate, paper.LearningRate), "step size α of every method")
+		method.AdamLearningRate, paper.LearningRate), "step size α of every method")
 	damping := c.positiveFloat("damping", paper.Damping, "damping λ for SGN/FGN, the initial λ with --damping-policy lm")
 	dampingPolicy := c.dampingPolicy("damping-policy", "damping policy for SGN/FGN, the paper's constant λ or "+
 		"Levenberg-Marquardt on the gain ratio ρ")
@@ -121,7 +122,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	cfgs := make([]train.Config, len(ms))
 	for i, m := range ms {
-		s := train.DefaultSettings(m)
+		s := method.DefaultSettings(m)
 		if a, ok := learningRate.get(); ok {
 			s.LearningRate = a
 		}

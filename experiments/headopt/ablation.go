@@ -10,9 +10,9 @@ import (
 
 	"github.com/gomlx/compute"
 
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/plot"
 	"github.com/fgn-paper/fgn/experiments/report"
-	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/fgn"
 )
 
@@ -23,7 +23,7 @@ import (
 // initialisations and batches, and compares them by step.
 
 // StoppingRules are the rules the ablation compares, in table and legend order: the paper's
-// Algorithm 1 (the rule of Figure 2 and Table 1, train.DefaultSettings), then the library's
+// Algorithm 1 (the rule of Figure 2 and Table 1, method.DefaultSettings), then the library's
 // default.
 var StoppingRules = []fgn.StoppingRule{fgn.StopWhitenedRowResidual, fgn.StopParameterResidual}
 
@@ -31,11 +31,11 @@ var StoppingRules = []fgn.StoppingRule{fgn.StopWhitenedRowResidual, fgn.StopPara
 func RuleLabel(r fgn.StoppingRule) string {
 	switch r {
 	case fgn.StopParameterResidual:
-		return train.FGN.Label() + ", parameter-residual rule"
+		return method.FGN.Label() + ", parameter-residual rule"
 	case fgn.StopWhitenedRowResidual:
-		return train.FGN.Label() + ", whitened-row rule (Algorithm 1)"
+		return method.FGN.Label() + ", whitened-row rule (Algorithm 1)"
 	}
-	return train.FGN.Label() + ", " + r.String()
+	return method.FGN.Label() + ", " + r.String()
 }
 
 // AblationFiles are the output file names of the ablation for data tagged tag.
@@ -66,14 +66,14 @@ type AblationConfig struct {
 	// Command is recorded in the provenance; RunProgress (numbering the runs of both rules
 	// together) and Log are SweepConfig's.
 	Command     string
-	RunProgress func(k, n int, m train.Method, seed uint64) func(done, total int)
+	RunProgress func(k, n int, m method.Method, seed uint64) func(done, total int)
 	Log         io.Writer
 }
 
 // AblationSettings returns the settings of FGN (closed-form Gram) under rule r: the paper's
-// (train.DefaultSettings) with that stopping rule.
+// (method.DefaultSettings) with that stopping rule.
 func AblationSettings(r fgn.StoppingRule) fgn.Settings {
-	s := train.DefaultSettings(train.FGN)
+	s := method.DefaultSettings(method.FGN)
 	s.CG.StoppingRule = r
 	return s
 }
@@ -89,13 +89,13 @@ func MakeAblation(be compute.Backend, cfg AblationConfig, d *Data) ([]string, er
 		files.TracesDir = cfg.TracesDir
 	}
 	p := cfg.Profile
-	p.Methods = []train.Method{train.FGN}
+	p.Methods = []method.Method{method.FGN}
 	runs := make([][]Run, len(StoppingRules))
 	for i, rule := range StoppingRules {
-		sc := SweepConfig{Profile: p, Settings: map[train.Method]fgn.Settings{train.FGN: AblationSettings(rule)},
+		sc := SweepConfig{Profile: p, Settings: map[method.Method]fgn.Settings{method.FGN: AblationSettings(rule)},
 			Dir: filepath.Join(files.TracesDir, rule.String()), Command: cfg.Command, Log: cfg.Log}
 		if cfg.RunProgress != nil {
-			sc.RunProgress = func(k, _ int, m train.Method, seed uint64) func(done, total int) {
+			sc.RunProgress = func(k, _ int, m method.Method, seed uint64) func(done, total int) {
 				return cfg.RunProgress(i*p.Seeds+k, len(StoppingRules)*p.Seeds, m, seed)
 			}
 		}
@@ -157,7 +157,7 @@ func AblationTable(runs [][]Run, title string) (*report.Table, error) {
 	}
 	curves := make([]StepCurve, len(runs))
 	for i, rr := range runs {
-		sc, err := StepCurves(rr, []train.Method{train.FGN})
+		sc, err := StepCurves(rr, []method.Method{method.FGN})
 		if err != nil {
 			return nil, fmt.Errorf("headopt: rule %s: %w", StoppingRules[i], err)
 		}
@@ -191,7 +191,7 @@ func AblationTable(runs [][]Run, title string) (*report.Table, error) {
 	t := report.NewTable(append(cols, "acc_max_abs_seed_diff_pct")...)
 	t.Comment("data", title)
 	s := AblationSettings(StoppingRules[0])
-	t.Comment("method", train.FGN.Label())
+	t.Comment("method", method.FGN.Label())
 	t.Comment("settings", fmt.Sprintf("learning_rate %g, damping %g, cg_max_iterations %d, cg_tolerance %g",
 		s.LearningRate, s.Damping, s.CG.MaxIterations, s.CG.Tolerance))
 	t.Comment("cg_max_iterations", fmt.Sprint(s.CG.MaxIterations))
@@ -252,7 +252,7 @@ func (d *ablationData) meanCGPerStep(i int) float64 {
 // series style for the other, drawn on top so that coinciding curves stay visible.
 func ablationStyle(i int) plot.Style {
 	if i == 0 {
-		st, _ := plot.MethodStyle(train.FGN)
+		st, _ := plot.MethodStyle(method.FGN)
 		return st
 	}
 	return plot.Series(1)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/fgn/backend"
@@ -14,7 +15,7 @@ import (
 // ablationRun is an FGN run evaluated at steps 0, 10, 20 with the given accuracies (fractions)
 // and mean CG iterations per step of each interval.
 func ablationRun(seed uint64, acc [3]float64, cg [2]float64) Run {
-	return Run{Method: train.FGN, Seed: seed, Points: []train.Point{
+	return Run{Method: method.FGN, Seed: seed, Points: []train.Point{
 		{Step: 0, EvalAccuracy: acc[0], EvalLoss: 2},
 		{Step: 10, EvalAccuracy: acc[1], EvalLoss: 1.5, CGIterations: cg[0], OptSeconds: 1},
 		{Step: 20, EvalAccuracy: acc[2], EvalLoss: 1, CGIterations: cg[1], OptSeconds: 2},
@@ -121,7 +122,7 @@ func TestMakeAblation(t *testing.T) {
 		t.Errorf("MakeAblation returned %d paths, want 5: %v", len(paths), paths)
 	}
 	for _, r := range StoppingRules {
-		tab, err := report.Read(TracePath(filepath.Join(files.TracesDir, r.String()), train.FGN, 1))
+		tab, err := report.Read(TracePath(filepath.Join(files.TracesDir, r.String()), method.FGN, 1))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/train"
 )
@@ -12,7 +13,7 @@ import (
 // Run is one finished (method, seed) run as the aggregation needs it: its evaluation times
 // (synchronised optimisation seconds) with the held-out accuracy (a fraction) and cross-entropy.
 type Run struct {
-	Method train.Method
+	Method method.Method
 	Seed   uint64
 	Points []train.Point
 }
@@ -148,7 +149,7 @@ func TimeToThreshold(grid, ys []float64, threshold float64) float64 {
 // Curve is one method's aggregate over seeds on a grid of times: held-out accuracy (fraction)
 // and cross-entropy, mean and standard deviation.
 type Curve struct {
-	Method                         train.Method
+	Method                         method.Method
 	Seeds                          int
 	Time                           []float64
 	AccMean, AccStd, CEMean, CEStd []float64
@@ -162,7 +163,7 @@ type Curve struct {
 
 // Aggregate interpolates every run's accuracy and cross-entropy onto gridPoints evenly spaced
 // times over [0, Horizon(runs)] and averages them per method, in the order of methods.
-func Aggregate(runs []Run, methods []train.Method, gridPoints int) ([]Curve, float64, error) {
+func Aggregate(runs []Run, methods []method.Method, gridPoints int) ([]Curve, float64, error) {
 	horizon, err := Horizon(runs)
 	if err != nil {
 		return nil, 0, err
@@ -173,12 +174,12 @@ func Aggregate(runs []Run, methods []train.Method, gridPoints int) ([]Curve, flo
 
 // FullCurves is Aggregate with each method's own horizon, the end of its shortest run: the
 // curves show each method's whole run.
-func FullCurves(runs []Run, methods []train.Method, gridPoints int) ([]Curve, error) {
+func FullCurves(runs []Run, methods []method.Method, gridPoints int) ([]Curve, error) {
 	return aggregate(runs, methods, gridPoints, Horizon)
 }
 
 // aggregate averages each method's runs on gridPoints times over [0, horizon(the method's runs)].
-func aggregate(runs []Run, methods []train.Method, gridPoints int, horizon func([]Run) (float64, error)) ([]Curve, error) {
+func aggregate(runs []Run, methods []method.Method, gridPoints int, horizon func([]Run) (float64, error)) ([]Curve, error) {
 	var curves []Curve
 	for _, m := range methods {
 		var mine []Run

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/train"
 )
@@ -79,15 +80,15 @@ func pts(v ...[3]float64) []train.Point {
 
 func TestAggregate(t *testing.T) {
 	runs := []Run{
-		{Method: train.Adam, Seed: 1, Points: pts([3]float64{0, 0.1, 3}, [3]float64{2, 0.5, 1})},
-		{Method: train.Adam, Seed: 2, Points: pts([3]float64{0, 0.1, 3}, [3]float64{4, 0.5, 1})},
-		{Method: train.FGN, Seed: 1, Points: pts([3]float64{0.5, 0.2, 2}, [3]float64{1, 0.6, 1}, [3]float64{3, 0.8, 0.5})},
+		{Method: method.Adam, Seed: 1, Points: pts([3]float64{0, 0.1, 3}, [3]float64{2, 0.5, 1})},
+		{Method: method.Adam, Seed: 2, Points: pts([3]float64{0, 0.1, 3}, [3]float64{4, 0.5, 1})},
+		{Method: method.FGN, Seed: 1, Points: pts([3]float64{0.5, 0.2, 2}, [3]float64{1, 0.6, 1}, [3]float64{3, 0.8, 0.5})},
 	}
 	h, err := Horizon(runs)
 	if err != nil || h != 2 {
 		t.Fatalf("Horizon = %g, %v; want 2 (the shortest run's final time)", h, err)
 	}
-	curves, horizon, err := Aggregate(runs, []train.Method{train.Adam, train.FGN}, 5) // grid 0, 0.5, 1, 1.5, 2
+	curves, horizon, err := Aggregate(runs, []method.Method{method.Adam, method.FGN}, 5) // grid 0, 0.5, 1, 1.5, 2
 	if err != nil || horizon != 2 {
 		t.Fatalf("Aggregate: horizon %g, %v", horizon, err)
 	}
@@ -113,7 +114,7 @@ func TestAggregate(t *testing.T) {
 	}
 
 	// Each method's whole run: Adam to 2 s (its shortest seed), FGN to 3 s.
-	full, err := FullCurves(runs, []train.Method{train.Adam, train.FGN}, 5)
+	full, err := FullCurves(runs, []method.Method{method.Adam, method.FGN}, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestAggregate(t *testing.T) {
 	// FGN is at 0.2 at 0.5 s and 0.6 at 1 s, reaching 0.3 at 0.625 s, and 0.65 at exactly 1.5 s.
 	// By step: Adam's mean is 0.1 at step 0 and 0.5 at step 10; FGN's 0.2, 0.6, 0.8 at steps
 	// 0, 10, 20. Step times: Adam's intervals take 200 and 400 ms per step, FGN's 50 and 200.
-	steps, err := StepCurves(runs, []train.Method{train.Adam, train.FGN})
+	steps, err := StepCurves(runs, []method.Method{method.Adam, method.FGN})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,10 +190,10 @@ func TestAggregateErrors(t *testing.T) {
 		want string
 	}{
 		{"no runs", nil, "no runs"},
-		{"zero-length run", []Run{{Method: train.Adam, Points: pts([3]float64{0, 0.1, 1})}}, "want a finite time > 0"},
-		{"missing method", []Run{{Method: train.Adam, Points: pts([3]float64{0, 0.1, 1}, [3]float64{1, 0.2, 1})}}, "no runs of method fgn"},
+		{"zero-length run", []Run{{Method: method.Adam, Points: pts([3]float64{0, 0.1, 1})}}, "want a finite time > 0"},
+		{"missing method", []Run{{Method: method.Adam, Points: pts([3]float64{0, 0.1, 1}, [3]float64{1, 0.2, 1})}}, "no runs of method fgn"},
 	} {
-		if _, _, err := Aggregate(tc.runs, []train.Method{train.Adam, train.FGN}, 3); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, _, err := Aggregate(tc.runs, []method.Method{method.Adam, method.FGN}, 3); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
 		}
 	}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/gomlx/compute"
 
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/report"
-	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/fgn"
 )
 
@@ -23,7 +23,7 @@ type MakeConfig struct {
 	Profile Profile
 	// Settings are the methods' hyper-parameters (SweepConfig.Settings) and HyperSource says where
 	// they come from ("": PaperHypers); it is recorded in the outputs' provenance.
-	Settings    map[train.Method]fgn.Settings
+	Settings    map[method.Method]fgn.Settings
 	HyperSource string
 	// Thresholds are the time-to-threshold accuracies in percent (nil: Thresholds(Profile, d)).
 	Thresholds []float64
@@ -34,7 +34,7 @@ type MakeConfig struct {
 	Out, TracesDir string
 	// Command is recorded in the provenance; RunProgress, Progress and Log are SweepConfig's.
 	Command     string
-	RunProgress func(k, n int, m train.Method, seed uint64) func(done, total int)
+	RunProgress func(k, n int, m method.Method, seed uint64) func(done, total int)
 	Progress    func(done, total int)
 	Log         io.Writer
 }

@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/plot"
 	"github.com/fgn-paper/fgn/experiments/report"
-	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/internal/atomicfile"
 )
 
@@ -306,8 +306,8 @@ func writeText(path, text string) error {
 // meanCurves are the curves of a long table (CurvesTable or StepCurvesTable) per method, in
 // the table's order: x (the column named), mean accuracy and mean ± std.
 type meanCurves struct {
-	order []train.Method
-	by    map[train.Method]*meanCurve
+	order []method.Method
+	by    map[method.Method]*meanCurve
 }
 
 type meanCurve struct{ x, mean, lo, hi []float64 }
@@ -323,9 +323,9 @@ func readMeanCurves(t *report.Table, xCol string) (*meanCurves, error) {
 			return nil, err
 		}
 	}
-	out := &meanCurves{by: map[train.Method]*meanCurve{}}
+	out := &meanCurves{by: map[method.Method]*meanCurve{}}
 	for i, r := range t.Rows {
-		m := train.Method(r[mc])
+		m := method.Method(r[mc])
 		c := out.by[m]
 		if c == nil {
 			c = &meanCurve{}
@@ -532,7 +532,7 @@ func firstTo(rows []summaryRow, thr float64, at func(summaryRow) float64, when, 
 // curves, the per-run results (SeedsTable), Table 1 (SummaryTable at the shared horizon, on
 // gridPoints times), Figure 2 and its caption (Files). The figure, tables and caption are
 // drawn from the CSV files as read back. It returns the paths written.
-func WriteAll(runs []Run, methods []train.Method, d *Data, files Files, thresholds []float64, gridPoints int,
+func WriteAll(runs []Run, methods []method.Method, d *Data, files Files, thresholds []float64, gridPoints int,
 	provenance func(*report.Table)) ([]string, error) {
 	shared, horizon, err := Aggregate(runs, methods, gridPoints)
 	if err != nil {

@@ -14,7 +14,7 @@ package headopt
 import (
 	"fmt"
 
-	"github.com/fgn-paper/fgn/experiments/train"
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/features"
 )
 
@@ -24,7 +24,7 @@ type Profile struct {
 	// BatchSize, Epochs, Seeds (1..Seeds) and EvalEvery (steps) of the final runs.
 	BatchSize, Epochs, Seeds, EvalEvery int
 	// Methods are the methods compared, in table order.
-	Methods []train.Method
+	Methods []method.Method
 	// Synthetic stand-in: training and test examples, dimension, classes and the standard
 	// deviation of the class-mean coordinates (train.GaussianMixture).
 	SynthTrain, SynthTest, SynthDim, SynthClasses int
@@ -39,7 +39,7 @@ type Profile struct {
 // Cars196Thresholds are the paper's time-to-threshold accuracies (percent, Table 1).
 var Cars196Thresholds = []float64{42, 43, 44}
 
-var paperMethods = []train.Method{train.Adam, train.SGN, train.FGN}
+var paperMethods = []method.Method{method.Adam, method.SGN, method.FGN}
 
 // Profiles are the sweep configurations:
 //
@@ -67,7 +67,7 @@ func ProfileNamed(name string) (Profile, error) {
 	if !ok {
 		return Profile{}, fmt.Errorf("headopt: unknown profile %q (want full, quick or smoke)", name)
 	}
-	p.Methods = append([]train.Method(nil), paperMethods...)
+	p.Methods = append([]method.Method(nil), paperMethods...)
 	p.SynthThresholds = append([]float64(nil), p.SynthThresholds...)
 	return p, nil
 }

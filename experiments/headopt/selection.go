@@ -12,6 +12,7 @@ import (
 
 	"github.com/gomlx/compute"
 
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/features"
 	"github.com/fgn-paper/fgn/fgn"
@@ -21,17 +22,17 @@ import (
 // DefaultGrid is the hyper-parameter grid of the selection; it contains the paper's chosen
 // values (Adam α = 3·10⁻⁴; SGN and FGN α = 0.1, λ = 1). CG keeps the paper's budget of 5
 // iterations and tolerance 10⁻⁵.
-func DefaultGrid() map[train.Method][]fgn.Settings {
-	grid := map[train.Method][]fgn.Settings{}
+func DefaultGrid() map[method.Method][]fgn.Settings {
+	grid := map[method.Method][]fgn.Settings{}
 	for _, a := range []float64{1e-4, 3e-4, 1e-3, 3e-3} {
-		s := train.DefaultSettings(train.Adam)
+		s := method.DefaultSettings(method.Adam)
 		s.LearningRate = a
-		grid[train.Adam] = append(grid[train.Adam], s)
+		grid[method.Adam] = append(grid[method.Adam], s)
 	}
-	for _, m := range []train.Method{train.SGN, train.FGN} {
+	for _, m := range []method.Method{method.SGN, method.FGN} {
 		for _, a := range []float64{0.03, 0.1, 0.3} {
 			for _, l := range []float64{0.1, 1, 10} {
-				s := train.DefaultSettings(m)
+				s := method.DefaultSettings(m)
 				s.LearningRate, s.Damping = a, l
 				grid[m] = append(grid[m], s)
 			}
@@ -42,11 +43,11 @@ func DefaultGrid() map[train.Method][]fgn.Settings {
 
 // Candidate is one grid point's validation result.
 type Candidate struct {
-	Method       train.Method `json:"method"`
-	LearningRate float64      `json:"learning_rate"`
-	Damping      float64      `json:"damping,omitempty"`
-	ValAccuracy  float64      `json:"val_accuracy"`
-	ValCE        float64      `json:"val_ce"`
+	Method       method.Method `json:"method"`
+	LearningRate float64       `json:"learning_rate"`
+	Damping      float64       `json:"damping,omitempty"`
+	ValAccuracy  float64       `json:"val_accuracy"`
+	ValCE        float64       `json:"val_ce"`
 	// Error is why the candidate failed (for example divergence); such candidates are skipped.
 	Error string `json:"error,omitempty"`
 }
@@ -54,23 +55,23 @@ type Candidate struct {
 // Selection is the result of the hyper-parameter search, the file that the final runs read.
 type Selection struct {
 	// DataTag is Data.Tag of the data selected on; a final run on other data refuses the file.
-	DataTag            string                        `json:"data_tag"`
-	Data               string                        `json:"data"`
-	Profile            string                        `json:"profile"`
-	Epochs             int                           `json:"epochs"`
-	ValidationFraction float64                       `json:"validation_fraction"`
-	SplitSeed          uint64                        `json:"split_seed"`
-	Criterion          string                        `json:"criterion"`
-	Backend            string                        `json:"backend"`
-	Date               string                        `json:"date"`
-	Chosen             map[train.Method]fgn.Settings `json:"chosen"`
-	Candidates         []Candidate                   `json:"candidates"`
+	DataTag            string                         `json:"data_tag"`
+	Data               string                         `json:"data"`
+	Profile            string                         `json:"profile"`
+	Epochs             int                            `json:"epochs"`
+	ValidationFraction float64                        `json:"validation_fraction"`
+	SplitSeed          uint64                         `json:"split_seed"`
+	Criterion          string                         `json:"criterion"`
+	Backend            string                         `json:"backend"`
+	Date               string                         `json:"date"`
+	Chosen             map[method.Method]fgn.Settings `json:"chosen"`
+	Candidates         []Candidate                    `json:"candidates"`
 }
 
 // SelectConfig configures the search.
 type SelectConfig struct {
 	Profile Profile
-	Grid    map[train.Method][]fgn.Settings
+	Grid    map[method.Method][]fgn.Settings
 	// Epochs of each candidate run (0: the profile's).
 	Epochs int
 	// ValidationFraction of every class of the training split is held out (stratified); the
@@ -78,7 +79,7 @@ type SelectConfig struct {
 	ValidationFraction float64
 	// Seed seeds the split and the candidate runs.
 	Seed        uint64
-	RunProgress func(k, n int, m train.Method, seed uint64) func(done, total int)
+	RunProgress func(k, n int, m method.Method, seed uint64) func(done, total int)
 	Log         io.Writer
 }
 
@@ -102,7 +103,7 @@ func Select(be compute.Backend, cfg SelectConfig, d *Data) (*Selection, error) {
 	sel := &Selection{DataTag: d.Tag(), Data: d.Source, Profile: p.Name, Epochs: epochs,
 		ValidationFraction: cfg.ValidationFraction, SplitSeed: cfg.Seed,
 		Criterion: "validation accuracy after the last epoch; ties: lower validation cross-entropy",
-		Date:      time.Now().UTC().Format(time.RFC3339), Chosen: map[train.Method]fgn.Settings{}}
+		Date:      time.Now().UTC().Format(time.RFC3339), Chosen: map[method.Method]fgn.Settings{}}
 	total := 0
 	for _, m := range p.Methods {
 		if len(cfg.Grid[m]) == 0 {
@@ -121,7 +122,7 @@ func Select(be compute.Backend, cfg SelectConfig, d *Data) (*Selection, error) {
 				rc.Progress = cfg.RunProgress(k, total, m, cfg.Seed)
 			}
 			c := Candidate{Method: m, LearningRate: h.LearningRate, ValAccuracy: math.NaN(), ValCE: math.NaN()}
-			if m != train.Adam {
+			if m != method.Adam {
 				c.Damping = h.Damping
 			}
 			tr, err := train.Run(be, rc, fit, val)
@@ -171,12 +172,12 @@ func better(a, b Candidate) bool {
 // are written as null.
 func (s *Selection) Write(path string) error {
 	type jsonCandidate struct {
-		Method       train.Method `json:"method"`
-		LearningRate float64      `json:"learning_rate"`
-		Damping      float64      `json:"damping,omitempty"`
-		ValAccuracy  *float64     `json:"val_accuracy"`
-		ValCE        *float64     `json:"val_ce"`
-		Error        string       `json:"error,omitempty"`
+		Method       method.Method `json:"method"`
+		LearningRate float64       `json:"learning_rate"`
+		Damping      float64       `json:"damping,omitempty"`
+		ValAccuracy  *float64      `json:"val_accuracy"`
+		ValCE        *float64      `json:"val_ce"`
+		Error        string        `json:"error,omitempty"`
 	}
 	out := struct {
 		*Selection
@@ -203,7 +204,7 @@ func (s *Selection) Write(path string) error {
 
 // ReadSelection reads a selection file and returns the chosen hyper-parameters per method,
 // checking that it was made on data with the given tag and covers every method.
-func ReadSelection(path, dataTag string, methods []train.Method) (map[train.Method]fgn.Settings, *Selection, error) {
+func ReadSelection(path, dataTag string, methods []method.Method) (map[method.Method]fgn.Settings, *Selection, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("headopt: configuration: %w", err)
@@ -215,7 +216,7 @@ func ReadSelection(path, dataTag string, methods []train.Method) (map[train.Meth
 	if s.DataTag != dataTag {
 		return nil, nil, fmt.Errorf("headopt: configuration %s was selected on %q data, this run is on %q", path, s.DataTag, dataTag)
 	}
-	chosen := map[train.Method]fgn.Settings{}
+	chosen := map[method.Method]fgn.Settings{}
 	for _, m := range methods {
 		c, ok := s.Chosen[m]
 		if !ok {

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/report"
-	"github.com/fgn-paper/fgn/experiments/train"
 )
 
 // The results of a sweep come in two kinds. What a run computes at a given step (its
@@ -19,7 +19,7 @@ import (
 
 // StepCurve is one method's mean over seeds at each of its evaluation steps.
 type StepCurve struct {
-	Method                         train.Method
+	Method                         method.Method
 	Seeds                          int
 	Steps                          []int
 	Epochs                         []float64
@@ -31,7 +31,7 @@ type StepCurve struct {
 
 // StepCurves averages each method's runs at their evaluation steps, which every run of a method
 // must share, in the order of methods.
-func StepCurves(runs []Run, methods []train.Method) ([]StepCurve, error) {
+func StepCurves(runs []Run, methods []method.Method) ([]StepCurve, error) {
 	var curves []StepCurve
 	for _, m := range methods {
 		var sc *StepCurve

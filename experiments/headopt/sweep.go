@@ -9,6 +9,7 @@ import (
 
 	"github.com/gomlx/compute"
 
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/fgn"
@@ -19,15 +20,15 @@ import (
 type SweepConfig struct {
 	Profile Profile
 	// Settings holds each method's hyper-parameters (from a selection file); a missing method
-	// takes the paper's values (train.DefaultSettings).
-	Settings map[train.Method]fgn.Settings
+	// takes the paper's values (method.DefaultSettings).
+	Settings map[method.Method]fgn.Settings
 	// Dir is the directory of the per-run trace CSVs (TracePath).
 	Dir string
 	// Command is recorded in the provenance comments.
 	Command string
 	// RunProgress, when set, returns the step-progress callback of run k of n (1-based); it is
 	// called for the runs that are trained, not for those read back.
-	RunProgress func(k, n int, m train.Method, seed uint64) func(done, total int)
+	RunProgress func(k, n int, m method.Method, seed uint64) func(done, total int)
 	// Progress, when set, follows the whole sweep: it is called with the steps done over all
 	// (method, seed) runs and their total (methods × seeds × steps per run), after every step of
 	// a run that is trained and once for every finished run read back, which counts whole. The
@@ -38,7 +39,7 @@ type SweepConfig struct {
 }
 
 // TracePath is the trace CSV of one (method, seed) run in dir.
-func TracePath(dir string, m train.Method, seed uint64) string {
+func TracePath(dir string, m method.Method, seed uint64) string {
 	return filepath.Join(dir, fmt.Sprintf("%s_seed%d.csv", m, seed))
 }
 
@@ -82,7 +83,7 @@ func Sweep(be compute.Backend, cfg SweepConfig, d *Data) ([]Run, error) {
 			k++
 			settings, ok := cfg.Settings[m]
 			if !ok {
-				settings = train.DefaultSettings(m)
+				settings = method.DefaultSettings(m)
 			}
 			rc := train.Config{Method: m, Settings: settings, Classes: d.Classes, BatchSize: p.BatchSize,
 				Epochs: p.Epochs, EvalEvery: p.EvalEvery, Seed: seed}
@@ -130,7 +131,7 @@ func Sweep(be compute.Backend, cfg SweepConfig, d *Data) ([]Run, error) {
 // sweepProgress returns the step callback of run k of n: the run's own (cfg.RunProgress) and
 // the sweep's (cfg.Progress, offset by the stepsBefore steps of the earlier runs), or nil when
 // neither is set.
-func sweepProgress(cfg SweepConfig, k, n int, m train.Method, seed uint64, stepsBefore, sweepSteps int) func(done, total int) {
+func sweepProgress(cfg SweepConfig, k, n int, m method.Method, seed uint64, stepsBefore, sweepSteps int) func(done, total int) {
 	var run func(done, total int)
 	if cfg.RunProgress != nil {
 		run = cfg.RunProgress(k, n, m, seed)
@@ -177,7 +178,7 @@ func readFinished(path string, want *report.Table, steps int) (Run, bool, error)
 	if _, err := fmt.Sscan(s, &seed); err != nil {
 		return Run{}, false, fmt.Errorf("headopt: %s: seed %q: %w", path, s, err)
 	}
-	return Run{Method: train.Method(m), Seed: seed, Points: points}, true, nil
+	return Run{Method: method.Method(m), Seed: seed, Points: points}, true, nil
 }
 
 // removeStaleTemps deletes the temporary files (atomicfile's ".<name>.tmp-*") that a sweep

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/report"
-	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/features"
 	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
@@ -51,7 +51,7 @@ func TestSweepResumes(t *testing.T) {
 	if n := strings.Count(log.String(), " done "); n != len(p.Methods)*p.Seeds {
 		t.Fatalf("first sweep ran %d runs, want %d:\n%s", n, len(p.Methods)*p.Seeds, log.String())
 	}
-	victim := TracePath(dir, train.SGN, 2)
+	victim := TracePath(dir, method.SGN, 2)
 	before, err := report.Read(victim)
 	if err != nil {
 		t.Fatal(err)
@@ -103,9 +103,9 @@ func TestSweepResumes(t *testing.T) {
 
 	// A changed configuration refuses to reuse the finished runs and overwrites nothing.
 	changed := cfg
-	adam := train.DefaultSettings(train.Adam)
+	adam := method.DefaultSettings(method.Adam)
 	adam.LearningRate = 1e-2
-	changed.Settings = map[train.Method]fgn.Settings{train.Adam: adam}
+	changed.Settings = map[method.Method]fgn.Settings{method.Adam: adam}
 	if _, err := Sweep(be, changed, d); err == nil || !strings.Contains(err.Error(), `learning_rate = "0.0003", but this sweep has "0.01"`) {
 		t.Errorf("sweep with another α over finished runs: error %v, want a learning_rate mismatch", err)
 	}
@@ -153,15 +153,15 @@ func TestSelectionFeedsTheRun(t *testing.T) {
 	}
 	p, d := smoke(t)
 	p.Seeds = 1
-	with := func(m train.Method, alpha, lambda float64) fgn.Settings {
-		s := train.DefaultSettings(m)
+	with := func(m method.Method, alpha, lambda float64) fgn.Settings {
+		s := method.DefaultSettings(m)
 		s.LearningRate, s.Damping = alpha, lambda
 		return s
 	}
-	grid := map[train.Method][]fgn.Settings{
-		train.Adam: {with(train.Adam, 1e-3, 1), with(train.Adam, 0.05, 1)},
-		train.SGN:  {with(train.SGN, 0.1, 1), with(train.SGN, 0.5, 0.5)},
-		train.FGN:  {with(train.FGN, 0.1, 1), with(train.FGN, 0.5, 0.5)},
+	grid := map[method.Method][]fgn.Settings{
+		method.Adam: {with(method.Adam, 1e-3, 1), with(method.Adam, 0.05, 1)},
+		method.SGN:  {with(method.SGN, 0.1, 1), with(method.SGN, 0.5, 0.5)},
+		method.FGN:  {with(method.FGN, 0.1, 1), with(method.FGN, 0.5, 0.5)},
 	}
 	sel, err := Select(be, SelectConfig{Profile: p, Grid: grid, ValidationFraction: 0.25, Seed: 3}, d)
 	if err != nil {
@@ -178,7 +178,7 @@ func TestSelectionFeedsTheRun(t *testing.T) {
 				best = c
 			}
 		}
-		if best == nil || sel.Chosen[m].LearningRate != best.LearningRate || sel.Chosen[m].Damping != best.Damping && m != train.Adam {
+		if best == nil || sel.Chosen[m].LearningRate != best.LearningRate || sel.Chosen[m].Damping != best.Damping && m != method.Adam {
 			t.Errorf("%s: chose %+v, best candidate %+v", m, sel.Chosen[m], best)
 		}
 	}
@@ -331,7 +331,7 @@ func TestSweepProgress(t *testing.T) {
 	sweep := func() (counts []int, trained []int) {
 		t.Helper()
 		cfg := SweepConfig{Profile: p, Dir: dir,
-			RunProgress: func(k, n int, m train.Method, seed uint64) func(done, total int) {
+			RunProgress: func(k, n int, m method.Method, seed uint64) func(done, total int) {
 				if n != runs {
 					t.Errorf("RunProgress(%d, %d, %s, %d): n = %d, want %d", k, n, m, seed, n, runs)
 				}
@@ -378,7 +378,7 @@ func TestSweepProgress(t *testing.T) {
 
 	// Interrupted in SGN seed 1 (run p.Seeds+1): the runs before it are read back and counted
 	// whole, then every step of the redone run follows, then the read-back runs after it.
-	if err := os.Remove(TracePath(dir, train.SGN, 1)); err != nil {
+	if err := os.Remove(TracePath(dir, method.SGN, 1)); err != nil {
 		t.Fatal(err)
 	}
 	counts, trained = sweep()
@@ -407,7 +407,7 @@ func TestSweepKilledAfterOneRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	if dir := os.Getenv(killedSweepDir); dir != "" { // the child
-		cfg := SweepConfig{Profile: p, Dir: dir, RunProgress: func(k, _ int, _ train.Method, _ uint64) func(done, total int) {
+		cfg := SweepConfig{Profile: p, Dir: dir, RunProgress: func(k, _ int, _ method.Method, _ uint64) func(done, total int) {
 			return func(done, _ int) {
 				if k == 2 && done == 3 {
 					self, err := os.FindProcess(os.Getpid())

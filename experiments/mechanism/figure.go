@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/plot"
 	"github.com/fgn-paper/fgn/experiments/report"
-	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/internal/atomicfile"
 )
 
@@ -78,7 +78,7 @@ func Figure(ts *Tables, dir string) ([]string, error) {
 // stepTimeSeries holds one method's curve of panel (a).
 type stepTimeSeries struct{ classes, median, q1, q3 []float64 }
 
-func stepTimeByMethod(t *report.Table) (map[train.Method]*stepTimeSeries, error) {
+func stepTimeByMethod(t *report.Table) (map[method.Method]*stepTimeSeries, error) {
 	mc, err := t.Column("method")
 	if err != nil {
 		return nil, err
@@ -89,9 +89,9 @@ func stepTimeByMethod(t *report.Table) (map[train.Method]*stepTimeSeries, error)
 			return nil, err
 		}
 	}
-	out := map[train.Method]*stepTimeSeries{}
+	out := map[method.Method]*stepTimeSeries{}
 	for i, row := range t.Rows {
-		m := train.Method(row[mc])
+		m := method.Method(row[mc])
 		if _, ok := plot.MethodStyle(m); !ok {
 			return nil, fmt.Errorf("mechanism: step-time row %d: unknown method %q", i, row[mc])
 		}
@@ -121,7 +121,7 @@ func PanelStepTime(t *report.Table) (*plot.Plot, error) {
 	p := plot.New("(a) step time", "number of classes C", "time per step (ms)")
 	plot.LogLog2(p)
 	p.Legend.Top, p.Legend.Left = false, false
-	for _, m := range train.Methods {
+	for _, m := range method.Methods {
 		s := series[m]
 		if s == nil {
 			continue
@@ -155,8 +155,8 @@ func PanelTrace(t *report.Table) (*plot.Plot, error) {
 	if err := plot.AddBand(p, "gap = dropped", gap, xi, cols["tr_retained"], cols["tr_full"]); err != nil {
 		return nil, err
 	}
-	sgnStyle, _ := plot.MethodStyle(train.SGN)
-	fgnStyle, _ := plot.MethodStyle(train.FGN)
+	sgnStyle, _ := plot.MethodStyle(method.SGN)
+	fgnStyle, _ := plot.MethodStyle(method.FGN)
 	full := plot.Style{Color: sgnStyle.Color}
 	retained := plot.Style{Color: fgnStyle.Color, Dashes: plot.Series(1).Dashes}
 	for _, s := range []struct {
@@ -247,9 +247,9 @@ func Caption(ts *Tables) (string, error) {
 		get(ts.StepTime, "parameters"), get(ts.StepTime, "steps"), get(ts.StepTime, "profile"))
 	fmt.Fprintf(&b, "Measured on %s, backend %s (%s), %s; host %s.\n", get(ts.StepTime, "device"), get(ts.StepTime, "backend"),
 		get(ts.StepTime, "build"), get(ts.StepTime, "date"), get(ts.StepTime, "host load"))
-	if sgn := series[train.SGN]; sgn != nil {
+	if sgn := series[method.SGN]; sgn != nil {
 		last := len(sgn.classes) - 1
-		for _, m := range []train.Method{train.FGN, train.FGNMatrixFree} {
+		for _, m := range []method.Method{method.FGN, method.FGNMatrixFree} {
 			if s := series[m]; s != nil && len(s.classes) == len(sgn.classes) && s.classes[last] == sgn.classes[last] {
 				fmt.Fprintf(&b, "At C = %g, %s/SGN median step-time ratio: %.3g.\n", sgn.classes[last], m.Label(), s.median[last]/sgn.median[last])
 			}

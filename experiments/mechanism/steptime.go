@@ -16,8 +16,8 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/report"
-	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/internal/progress"
 )
@@ -37,7 +37,7 @@ type StepTimeConfig struct {
 	Warmup, Steps                   int
 	LargeC, LargeWarmup, LargeSteps int
 	// Methods are the methods timed, in order.
-	Methods []train.Method
+	Methods []method.Method
 	// Settings are SGN's and FGN's settings (the method fixes the row operator and SGN's warm
 	// start); AdamLearningRate is Adam's step size.
 	Settings         fgn.Settings
@@ -69,7 +69,7 @@ var StepTimeProfiles = map[string]StepTimeConfig{
 
 func init() {
 	for name, c := range StepTimeProfiles {
-		c.Methods = slices.Clone(train.Methods)
+		c.Methods = slices.Clone(method.Methods)
 		c.Settings = fgn.DefaultSettings()
 		c.Settings.LearningRate = 1
 		c.AdamLearningRate = 1e-3
@@ -117,8 +117,8 @@ func (c StepTimeConfig) validate() error {
 		}
 	}
 	for _, m := range c.Methods {
-		if !slices.Contains(train.Methods, m) {
-			return fmt.Errorf("mechanism: unknown method %q (want one of %v)", m, train.Methods)
+		if !slices.Contains(method.Methods, m) {
+			return fmt.Errorf("mechanism: unknown method %q (want one of %v)", m, method.Methods)
 		}
 	}
 	return nil
@@ -164,7 +164,7 @@ func gnStep(opt fgn.Optimizer) stepFunc {
 // step returns the step of method m. SGN is warm-started, as in the paper; FGN forms the
 // closed-form row Gram of appendix F.2 (the feature Gram h hᵀ + 1 recomputed at every step);
 // FGN (matrix-free) applies the row operator by head products in every CG iteration (eq. 4.8).
-func (c StepTimeConfig) step(m train.Method) stepFunc {
+func (c StepTimeConfig) step(m method.Method) stepFunc {
 	configure := func(o *fgn.GNConfig) fgn.Optimizer {
 		s := c.Settings
 		s.WarmStart = o.Settings().WarmStart
@@ -172,11 +172,11 @@ func (c StepTimeConfig) step(m train.Method) stepFunc {
 		return o.WithSettings(s).Done()
 	}
 	switch m {
-	case train.Adam:
+	case method.Adam:
 		return adamStep(c.AdamLearningRate)
-	case train.SGN:
+	case method.SGN:
 		return gnStep(configure(fgn.SGN()))
-	case train.FGNMatrixFree:
+	case method.FGNMatrixFree:
 		return gnStep(configure(fgn.FGN().RowOperator(fgn.MatrixFree)))
 	default:
 		return gnStep(configure(fgn.FGN()))
@@ -285,7 +285,7 @@ func StepTime(backend compute.Backend, c StepTimeConfig, progressW io.Writer) (s
 
 // timeMethod compiles and runs the steps of one method at C classes and returns the durations
 // of the timed steps in milliseconds and the loss of the last step.
-func timeMethod(backend compute.Backend, c StepTimeConfig, m train.Method, numClasses int,
+func timeMethod(backend compute.Backend, c StepTimeConfig, m method.Method, numClasses int,
 	features, labels []*tensors.Tensor, bar *progress.Bar) ([]float64, float64, error) {
 	store := model.NewStore()
 	defer store.Finalize()

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/report"
-	"github.com/fgn-paper/fgn/experiments/train"
 )
 
 // tinyStepTime is the smoke profile shrunk to test size.
@@ -40,8 +40,8 @@ func TestStepTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(back.Rows) != len(c.Classes)*len(train.Methods) {
-		t.Fatalf("%d rows, want %d", len(back.Rows), len(c.Classes)*len(train.Methods))
+	if len(back.Rows) != len(c.Classes)*len(method.Methods) {
+		t.Fatalf("%d rows, want %d", len(back.Rows), len(c.Classes)*len(method.Methods))
 	}
 	col := func(name string) []float64 {
 		v, err := back.Floats(name)
@@ -54,10 +54,10 @@ func TestStepTime(t *testing.T) {
 	minMs, q1, med, q3, maxMs, loss := col("min_ms"), col("q1_ms"), col("median_ms"), col("q3_ms"), col("max_ms"), col("last_loss")
 	methodCol, _ := back.Column("method")
 	for i, row := range back.Rows {
-		if want := train.Methods[i%len(train.Methods)]; row[methodCol] != string(want) {
+		if want := method.Methods[i%len(method.Methods)]; row[methodCol] != string(want) {
 			t.Errorf("row %d: method %q, want %q", i, row[methodCol], want)
 		}
-		if classes[i] != float64(c.Classes[i/len(train.Methods)]) || steps[i] != float64(c.Steps) {
+		if classes[i] != float64(c.Classes[i/len(method.Methods)]) || steps[i] != float64(c.Steps) {
 			t.Errorf("row %d: C=%g steps=%g", i, classes[i], steps[i])
 		}
 		if !(0 < minMs[i] && minMs[i] <= q1[i] && q1[i] <= med[i] && med[i] <= q3[i] && q3[i] <= maxMs[i]) {
@@ -109,7 +109,7 @@ func TestStepTimeErrors(t *testing.T) {
 		func(c *StepTimeConfig) { c.Steps = 0 },
 		func(c *StepTimeConfig) { c.Settings.Damping = 0 },
 		func(c *StepTimeConfig) { c.AdamLearningRate = 0 },
-		func(c *StepTimeConfig) { c.Methods = []train.Method{"lbfgs"} },
+		func(c *StepTimeConfig) { c.Methods = []method.Method{"lbfgs"} },
 	} {
 		c := tinyStepTime(t)
 		mutate(&c)

@@ -11,22 +11,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fgn-paper/fgn/experiments/method"
 	gplot "gonum.org/v1/plot"
-
-	"github.com/fgn-paper/fgn/experiments/train"
 )
 
 // TestMethodStyles pins the colour of every method (they must not drift between figures) and
 // checks that methods are told apart by colour and by dash-or-marker.
 func TestMethodStyles(t *testing.T) {
-	want := map[train.Method]color.RGBA{
-		train.Adam:          {0x66, 0x66, 0x66, 0xff},
-		train.SGN:           {0x00, 0x72, 0xb2, 0xff},
-		train.FGN:           {0xd5, 0x5e, 0x00, 0xff},
-		train.FGNMatrixFree: {0xcc, 0x79, 0xa7, 0xff},
+	want := map[method.Method]color.RGBA{
+		method.Adam:          {0x66, 0x66, 0x66, 0xff},
+		method.SGN:           {0x00, 0x72, 0xb2, 0xff},
+		method.FGN:           {0xd5, 0x5e, 0x00, 0xff},
+		method.FGNMatrixFree: {0xcc, 0x79, 0xa7, 0xff},
 	}
-	seen := map[color.RGBA]train.Method{}
-	for _, m := range train.Methods {
+	seen := map[color.RGBA]method.Method{}
+	for _, m := range method.Methods {
 		s, ok := MethodStyle(m)
 		if !ok {
 			t.Fatalf("%s has no style", m)
@@ -55,7 +54,7 @@ func TestSaveRow(t *testing.T) {
 	xs := []float64{1, 2, 4, 8}
 	a := New("(a) methods", "x", "y")
 	LogLog2(a)
-	for i, m := range train.Methods {
+	for i, m := range method.Methods {
 		ys := []float64{1, 2, 3, 4}
 		for k := range ys {
 			ys[k] *= math.Pow(2, float64(i))
@@ -94,7 +93,7 @@ func TestSaveRow(t *testing.T) {
 			if got := img.Bounds().Dx(); got != wantW {
 				t.Errorf("%s: width %d px, want %d", path, got, wantW)
 			}
-			style, _ := MethodStyle(train.FGN)
+			style, _ := MethodStyle(method.FGN)
 			fgn := color.RGBAModel.Convert(style.Color).(color.RGBA)
 			found := false
 			for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y && !found; y++ {
@@ -136,7 +135,7 @@ func TestErrors(t *testing.T) {
 		want string
 	}{
 		{"length mismatch", AddSeries(p, "s", Series(0), []float64{1, 2}, []float64{1}), "2 x values but 1 y values"},
-		{"NaN", AddMethod(p, train.SGN, []float64{1, 2}, []float64{1, math.NaN()}), "not finite"},
+		{"NaN", AddMethod(p, method.SGN, []float64{1, 2}, []float64{1, math.NaN()}), "not finite"},
 		{"empty", AddSeries(p, "s", Series(0), nil, nil), "no points"},
 		{"unknown method", AddMethod(p, "lbfgs", []float64{1}, []float64{1}), "unknown method"},
 		{"band lengths", AddBand(p, "b", Series(0).Color, []float64{1, 2}, []float64{1}, []float64{1, 2}), "1 lower"},

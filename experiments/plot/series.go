@@ -5,17 +5,16 @@ import (
 	"image/color"
 	"math"
 
+	"github.com/fgn-paper/fgn/experiments/method"
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-
-	"github.com/fgn-paper/fgn/experiments/train"
 )
 
 // AddMethod adds the curve ys(xs) of method m to p, with the method's fixed colour, dashes and
 // markers, and a legend entry with its label.
-func AddMethod(p *Plot, m train.Method, xs, ys []float64) error {
+func AddMethod(p *Plot, m method.Method, xs, ys []float64) error {
 	s, ok := MethodStyle(m)
 	if !ok {
 		return fmt.Errorf("plot: unknown method %q", m)

@@ -14,12 +14,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fgn-paper/fgn/experiments/method"
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-
-	"github.com/fgn-paper/fgn/experiments/train"
 )
 
 // Plot is a gonum/plot panel; this package's helpers create, fill and save them.
@@ -48,15 +47,15 @@ var (
 // MethodStyle returns the fixed style of an optimisation method, the same in every figure of
 // the project, and false for a method it does not know. FGN and its matrix-free variant share
 // the warm hues and differ in dash and marker; Adam is grey (the first-order reference), SGN blue.
-func MethodStyle(m train.Method) (Style, bool) {
+func MethodStyle(m method.Method) (Style, bool) {
 	switch m {
-	case train.Adam:
+	case method.Adam:
 		return Style{Color: grey, Dashes: []vg.Length{vg.Points(1), vg.Points(2)}, Glyph: draw.SquareGlyph{}}, true
-	case train.SGN:
+	case method.SGN:
 		return Style{Color: blue, Glyph: draw.TriangleGlyph{}}, true
-	case train.FGN:
+	case method.FGN:
 		return Style{Color: vermillion, Glyph: draw.CircleGlyph{}}, true
-	case train.FGNMatrixFree:
+	case method.FGNMatrixFree:
 		return Style{Color: reddishPurple, Dashes: []vg.Length{vg.Points(4), vg.Points(2)}, Glyph: draw.RingGlyph{}}, true
 	}
 	return Style{}, false

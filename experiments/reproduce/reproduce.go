@@ -52,8 +52,8 @@ import (
 
 	"github.com/fgn-paper/fgn/experiments/headopt"
 	"github.com/fgn-paper/fgn/experiments/mechanism"
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/plot"
-	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/features"
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/atomicfile"
@@ -286,11 +286,11 @@ func Targets(cfg Config) ([]Target, error) {
 // runBar returns the step-progress callback of head-optimisation run i of runs for build b
 // (cfg.RunBar with a description naming the target, the run and its seed), or nil without
 // cfg.RunBar.
-func runBar(cfg Config, b build) func(i, runs int, m train.Method, seed uint64) func(done, total int) {
+func runBar(cfg Config, b build) func(i, runs int, m method.Method, seed uint64) func(done, total int) {
 	if cfg.RunBar == nil {
 		return nil
 	}
-	return func(i, runs int, m train.Method, seed uint64) func(done, total int) {
+	return func(i, runs int, m method.Method, seed uint64) func(done, total int) {
 		return cfg.RunBar(fmt.Sprintf("[%d/%d] run %d/%d %s seed %d", b.k, b.n, i, runs, m, seed))
 	}
 }

@@ -2,6 +2,8 @@ package train
 
 import (
 	"testing"
+
+	"github.com/fgn-paper/fgn/experiments/method"
 )
 
 // BenchmarkCars196Head runs 50 training steps of each optimizer at the Cars196 head shape
@@ -20,11 +22,11 @@ func BenchmarkCars196Head(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, method := range Methods {
-		b.Run(string(method), func(b *testing.B) {
+	for _, meth := range method.Methods {
+		b.Run(string(meth), func(b *testing.B) {
 			var seconds float64
 			for range b.N {
-				cfg := Config{Method: method, Settings: DefaultSettings(method), Classes: classes, BatchSize: batch, Epochs: 1, EvalEvery: steps, Seed: 1}
+				cfg := Config{Method: meth, Settings: method.DefaultSettings(meth), Classes: classes, BatchSize: batch, Epochs: 1, EvalEvery: steps, Seed: 1}
 				tr, err := Run(testBackend, cfg, trainSet, evalSet)
 				if err != nil {
 					b.Fatal(err)

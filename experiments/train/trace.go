@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/report"
 )
 
@@ -28,13 +29,13 @@ func (t *Trace) Table() *report.Table {
 	tab.Comment("model", c.Model.String())
 	s := c.Settings
 	tab.Comment("learning_rate", report.Format(s.LearningRate))
-	if c.Method != Adam {
+	if c.Method != method.Adam {
 		tab.Comment("damping", report.Format(s.Damping))
 		tab.Comment("damping_policy", c.DampingPolicy.String())
 		tab.Comment("cg_max_iterations", strconv.Itoa(s.CG.MaxIterations))
 		tab.Comment("cg_tolerance", report.Format(s.CG.Tolerance))
 		tab.Comment("warm_start", strconv.FormatBool(s.WarmStart))
-		if c.Method != SGN {
+		if c.Method != method.SGN {
 			tab.Comment("cg_stopping_rule", s.CG.StoppingRule.String())
 			rowOp, _ := s.RowOperator.MarshalText()
 			tab.Comment("row_operator", string(rowOp))

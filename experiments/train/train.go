@@ -11,7 +11,6 @@ package train
 import (
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/gomlx/compute"
@@ -23,92 +22,15 @@ import (
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 	"github.com/gomlx/gomlx/support/exceptions"
 
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/features"
 	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 )
 
-// Method names an optimizer, in the repository's vocabulary: the curvature (SGN or FGN), FGN's
-// row operator (closed-form Gram or matrix-free) and the linearisation, which the model fixes
-// (an affine head's exact products; autodiff, fgn.LinearizeFunc, for an MLP).
-type Method string
-
-const (
-	// Adam is GoMLX's Adam (optimizer.Adam), the first-order baseline.
-	Adam Method = "adam"
-	// SGN is the full softmax-GGN baseline (fgn.SGN): parameter-space CG, warm-started.
-	SGN Method = "sgn"
-	// FGN is "FGN (closed-form Gram)": fgn.FGN with the closed-form row Gram of an affine head
-	// (app. F.2), the feature Gram h hᵀ + 1 of each static batch computed once. It is the paper's
-	// FGN on Cars196, and needs an affine head.
-	FGN Method = "fgn"
-	// FGNMatrixFree is "FGN (matrix-free)": fgn.FGN with fgn.MatrixFree, the row operator applied
-	// by one VJP and one JVP of the margin map per CG iteration (eq. 4.8, Algorithm 1), through
-	// the affine head's exact products (the ones SGN uses) or an MLP's autodiff products.
-	FGNMatrixFree Method = "fgn-matrix-free"
-)
-
-// Methods lists the methods in the order the experiments report them.
-var Methods = []Method{Adam, SGN, FGN, FGNMatrixFree}
-
-// Label returns the method's name in figure legends and tables: "Adam", "SGN",
-// "FGN (closed-form Gram)", "FGN (matrix-free)".
-func (m Method) Label() string {
-	switch m {
-	case Adam:
-		return "Adam"
-	case SGN:
-		return "SGN"
-	case FGN:
-		return "FGN (closed-form Gram)"
-	case FGNMatrixFree:
-		return "FGN (matrix-free)"
-	}
-	return string(m)
-}
-
-// ParseMethod returns the Method named s, or an error listing the valid names.
-func ParseMethod(s string) (Method, error) {
-	for _, m := range Methods {
-		if string(m) == s {
-			return m, nil
-		}
-	}
-	names := make([]string, len(Methods))
-	for i, m := range Methods {
-		names[i] = string(m)
-	}
-	return "", fmt.Errorf("unknown method %q (want one of %s)", s, strings.Join(names, ", "))
-}
-
-// AdamLearningRate is the step size of Adam in the paper's experiments (sec. 5, app. F.2).
-const AdamLearningRate = 3e-4
-
-// DefaultSettings returns the paper's settings for method m (sec. 5, app. F.2):
-// fgn.DefaultSettings (α = 0.1, λ = 1, CG at most 5 iterations with tolerance 10⁻⁵), with
-// Adam's α = 3·10⁻⁴, SGN's warm start and each FGN variant's row operator. FGN stops CG by the
-// paper's Algorithm 1, fgn.StopWhitenedRowResidual, so that the experiments reproduce the
-// paper's runs (the library's default, fgn.StopParameterResidual, is compared with it by the
-// head-optimisation ablation, headopt.MakeAblation). Adam uses only the learning rate.
-func DefaultSettings(m Method) fgn.Settings {
-	s := fgn.DefaultSettings()
-	switch m {
-	case Adam:
-		s.LearningRate = AdamLearningRate
-	case SGN:
-		s.WarmStart = true
-	case FGN:
-		s.CG.StoppingRule = fgn.StopWhitenedRowResidual
-	case FGNMatrixFree:
-		s.RowOperator = fgn.MatrixFree
-		s.CG.StoppingRule = fgn.StopWhitenedRowResidual
-	}
-	return s
-}
-
 // Config configures one training run.
 type Config struct {
-	Method Method
+	Method method.Method
 	// Settings are the method's hyper-parameters (start from DefaultSettings); the method fixes
 	// the row operator. Adam uses only the learning rate.
 	Settings fgn.Settings
@@ -135,7 +57,7 @@ type Config struct {
 // Resolved returns c as a run uses it: the row operator fixed by the method, and the constant
 // damping policy when none is set. Traces record it.
 func (c Config) Resolved() Config {
-	c.Settings.RowOperator = DefaultSettings(c.Method).RowOperator
+	c.Settings.RowOperator = method.DefaultSettings(c.Method).RowOperator
 	if c.DampingPolicy == nil {
 		c.DampingPolicy = fgn.ConstantDamping{}
 	}
@@ -179,13 +101,13 @@ type Trace struct {
 // Validate checks the configuration and the data of a run (as Run does before any
 // computation) and returns the number of classes the run uses.
 func (c Config) Validate(trainSet, evalSet *features.Set) (classes int, err error) {
-	if _, err := ParseMethod(string(c.Method)); err != nil {
+	if _, err := method.ParseMethod(string(c.Method)); err != nil {
 		return 0, err
 	}
 	if err := c.Settings.Validate(); err != nil {
 		return 0, err
 	}
-	if c.Method != Adam && c.DampingPolicy != nil {
+	if c.Method != method.Adam && c.DampingPolicy != nil {
 		if err := c.DampingPolicy.Validate(c.Settings.Damping); err != nil {
 			return 0, err
 		}
@@ -193,9 +115,9 @@ func (c Config) Validate(trainSet, evalSet *features.Set) (classes int, err erro
 	switch {
 	case c.Model.Hidden < 0:
 		return 0, fmt.Errorf("hidden width must be ≥ 0, got %d", c.Model.Hidden)
-	case c.Method == FGN && c.Model.Hidden > 0:
+	case c.Method == method.FGN && c.Model.Hidden > 0:
 		return 0, fmt.Errorf("%s needs an affine head's closed-form Gram; an MLP (hidden width %d) has none: use %s",
-			FGN, c.Model.Hidden, FGNMatrixFree)
+			method.FGN, c.Model.Hidden, method.FGNMatrixFree)
 	case c.Epochs < 1:
 		return 0, fmt.Errorf("epochs must be ≥ 1, got %d", c.Epochs)
 	case c.EvalEvery < 1:
@@ -251,7 +173,7 @@ func run(be compute.Backend, cfg Config, classes int, trainSet, evalSet *feature
 		xs[k], ys[k] = gather(trainSet, idx)
 	}
 	linear := cfg.Model.Hidden == 0
-	cache := batchCache{transposed: linear && cfg.Method != Adam, gram: linear && cfg.Method == FGN}
+	cache := batchCache{transposed: linear && cfg.Method != method.Adam, gram: linear && cfg.Method == method.FGN}
 	step, err := newStep(be, store, vars, cfg, cache)
 	if err != nil {
 		return nil, err
@@ -364,12 +286,12 @@ func newStep(be compute.Backend, store *model.Store, vars []*model.Variable, cfg
 	var gn fgn.Optimizer
 	var adam optimizer.Interface
 	switch cfg.Method {
-	case Adam:
+	case method.Adam:
 		adam = optimizer.Adam().LearningRate(cfg.Settings.LearningRate).Done()
 		if err := materializeState(be, store, vars, adam); err != nil {
 			return nil, err
 		}
-	case SGN:
+	case method.SGN:
 		gn = fgn.SGN().WithSettings(cfg.Settings).DampingPolicy(cfg.DampingPolicy).Done()
 	default:
 		gn = fgn.FGN().WithSettings(cfg.Settings).DampingPolicy(cfg.DampingPolicy).Done()

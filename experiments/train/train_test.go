@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/features"
 	"github.com/fgn-paper/fgn/fgn"
@@ -85,18 +86,18 @@ func problem(t *testing.T, n, dim, classes int) (trainSet, evalSet *features.Set
 func TestRunDeterministicAndLearns(t *testing.T) {
 	trainSet, evalSet := problem(t, 120, 6, 4)
 	for _, m := range []Model{{}, {Hidden: 5}} {
-		for _, method := range Methods {
-			if method == FGN && m.Hidden > 0 {
+		for _, meth := range method.Methods {
+			if meth == method.FGN && m.Hidden > 0 {
 				continue // the closed-form Gram needs an affine head (TestRunErrors)
 			}
-			cfg := Config{Method: method, Settings: DefaultSettings(method), Model: m, BatchSize: 32, Epochs: 3, EvalEvery: 5, Seed: 7}
-			if method == Adam {
+			cfg := Config{Method: meth, Settings: method.DefaultSettings(meth), Model: m, BatchSize: 32, Epochs: 3, EvalEvery: 5, Seed: 7}
+			if meth == method.Adam {
 				cfg.Settings.LearningRate = 0.05
 			}
 			runOnce := func() []Point {
 				tr, err := Run(testBackend, cfg, trainSet, evalSet)
 				if err != nil {
-					t.Fatalf("%s %s: %v", method, m, err)
+					t.Fatalf("%s %s: %v", meth, m, err)
 				}
 				pts := append([]Point(nil), tr.Points...)
 				for i := range pts {
@@ -106,18 +107,18 @@ func TestRunDeterministicAndLearns(t *testing.T) {
 			}
 			a, b := runOnce(), runOnce()
 			if !samePoints(a, b) {
-				t.Errorf("%s %s: same seed gave different traces:\n%+v\n%+v", method, m, a, b)
+				t.Errorf("%s %s: same seed gave different traces:\n%+v\n%+v", meth, m, a, b)
 			}
 			// 4 batches × 3 epochs = 12 steps: points at 0, 5, 10, 12.
 			if steps := []int{a[0].Step, a[1].Step, a[2].Step, a[3].Step}; len(a) != 4 || !reflect.DeepEqual(steps, []int{0, 5, 10, 12}) {
-				t.Errorf("%s %s: evaluation steps %v, want [0 5 10 12]", method, m, steps)
+				t.Errorf("%s %s: evaluation steps %v, want [0 5 10 12]", meth, m, steps)
 			}
 			first, last := a[0], a[len(a)-1]
 			if !(last.TrainLoss < first.TrainLoss-0.05) {
-				t.Errorf("%s %s: training loss %.4f → %.4f, want a decrease of at least 0.05", method, m, first.TrainLoss, last.TrainLoss)
+				t.Errorf("%s %s: training loss %.4f → %.4f, want a decrease of at least 0.05", meth, m, first.TrainLoss, last.TrainLoss)
 			}
 			t.Logf("%s %s: train loss %.4f → %.4f, eval accuracy %.3f → %.3f, mean CG its %.1f",
-				method, m, first.TrainLoss, last.TrainLoss, first.EvalAccuracy, last.EvalAccuracy, last.CGIterations)
+				meth, m, first.TrainLoss, last.TrainLoss, first.EvalAccuracy, last.EvalAccuracy, last.CGIterations)
 		}
 	}
 }
@@ -148,7 +149,7 @@ func samePoints(a, b []Point) bool {
 func TestWallTimeExcludesEvaluation(t *testing.T) {
 	trainSet, evalSet := problem(t, 64, 4, 3)
 	const pause = 150 * time.Millisecond
-	cfg := Config{Method: FGN, Settings: DefaultSettings(FGN), BatchSize: 16, Epochs: 2, EvalEvery: 1, Seed: 1, beforeEval: func() { time.Sleep(pause) }}
+	cfg := Config{Method: method.FGN, Settings: method.DefaultSettings(method.FGN), BatchSize: 16, Epochs: 2, EvalEvery: 1, Seed: 1, beforeEval: func() { time.Sleep(pause) }}
 	start := time.Now()
 	tr, err := Run(testBackend, cfg, trainSet, evalSet)
 	if err != nil {
@@ -172,7 +173,7 @@ func TestRunErrors(t *testing.T) {
 	nan := &features.Set{X: append([]float32(nil), evalSet.X...), Y: evalSet.Y, N: evalSet.N, D: evalSet.D}
 	nan.X[4] = float32(math.NaN())
 	wide := &features.Set{X: make([]float32, 2*4), Y: []int32{0, 1}, N: 2, D: 4}
-	ok := Config{Method: FGN, Settings: DefaultSettings(FGN), BatchSize: 8, Epochs: 1, EvalEvery: 1}
+	ok := Config{Method: method.FGN, Settings: method.DefaultSettings(method.FGN), BatchSize: 8, Epochs: 1, EvalEvery: 1}
 	for _, tc := range []struct {
 		name        string
 		mutate      func(*Config)
@@ -204,7 +205,7 @@ func TestRunErrors(t *testing.T) {
 
 func TestTraceTableRoundTrip(t *testing.T) {
 	trainSet, evalSet := problem(t, 40, 3, 3)
-	tr, err := Run(testBackend, Config{Method: SGN, Settings: DefaultSettings(SGN), BatchSize: 10, Epochs: 1, EvalEvery: 2, Seed: 3,
+	tr, err := Run(testBackend, Config{Method: method.SGN, Settings: method.DefaultSettings(method.SGN), BatchSize: 10, Epochs: 1, EvalEvery: 2, Seed: 3,
 		DampingPolicy: fgn.LevenbergMarquardt()}, trainSet, evalSet)
 	if err != nil {
 		t.Fatal(err)
@@ -258,24 +259,24 @@ func TestBadBatchNeverCorruptsTheModel(t *testing.T) {
 	}
 	const epochs = 3
 	totalSkipped := 0
-	for _, method := range Methods {
-		cfg := Config{Method: method, Settings: DefaultSettings(method), BatchSize: 32, Epochs: epochs, EvalEvery: 4, Seed: 7}
-		if method == Adam {
+	for _, meth := range method.Methods {
+		cfg := Config{Method: meth, Settings: method.DefaultSettings(meth), BatchSize: 32, Epochs: epochs, EvalEvery: 4, Seed: 7}
+		if meth == method.Adam {
 			cfg.Settings.LearningRate = 0.05
 		}
 		tr, err := Run(testBackend, cfg, &bad, evalSet)
 		if err != nil {
-			t.Fatalf("%s: %v", method, err)
+			t.Fatalf("%s: %v", meth, err)
 		}
 		first, last := tr.Points[0], tr.Points[len(tr.Points)-1]
-		t.Logf("%s: %d of %d steps skipped, eval loss %.4f → %.4f", method, last.SkippedSteps, last.Step,
+		t.Logf("%s: %d of %d steps skipped, eval loss %.4f → %.4f", meth, last.SkippedSteps, last.Step,
 			first.EvalLoss, last.EvalLoss)
 		if last.SkippedSteps > epochs {
-			t.Errorf("%s: %d of %d steps skipped, want at most the bad batch's %d", method, last.SkippedSteps, last.Step, epochs)
+			t.Errorf("%s: %d of %d steps skipped, want at most the bad batch's %d", meth, last.SkippedSteps, last.Step, epochs)
 		}
 		totalSkipped += last.SkippedSteps
 		if !(last.EvalLoss < first.EvalLoss) {
-			t.Errorf("%s: held-out loss %.4f → %.4f: want finite and decreasing", method, first.EvalLoss, last.EvalLoss)
+			t.Errorf("%s: held-out loss %.4f → %.4f: want finite and decreasing", meth, first.EvalLoss, last.EvalLoss)
 		}
 	}
 	if totalSkipped == 0 {
@@ -293,12 +294,12 @@ func TestBadBatchNeverCorruptsTheModel(t *testing.T) {
 func TestDampingTelemetry(t *testing.T) {
 	trainSet, evalSet := problem(t, 120, 6, 4)
 	for _, m := range []Model{{}, {Hidden: 5}} {
-		for _, method := range []Method{SGN, FGN, FGNMatrixFree} {
-			if method == FGN && m.Hidden > 0 {
+		for _, meth := range []method.Method{method.SGN, method.FGN, method.FGNMatrixFree} {
+			if meth == method.FGN && m.Hidden > 0 {
 				continue // the closed-form Gram needs an affine head
 			}
 			for _, policy := range []fgn.DampingPolicy{fgn.ConstantDamping{}, fgn.LevenbergMarquardt()} {
-				cfg := Config{Method: method, Settings: DefaultSettings(method), Model: m, BatchSize: 32, Epochs: 4, EvalEvery: 4, Seed: 5,
+				cfg := Config{Method: meth, Settings: method.DefaultSettings(meth), Model: m, BatchSize: 32, Epochs: 4, EvalEvery: 4, Seed: 5,
 					DampingPolicy: policy}
 				lm := policy.Adaptive()
 				if lm {
@@ -306,7 +307,7 @@ func TestDampingTelemetry(t *testing.T) {
 				}
 				tr, err := Run(testBackend, cfg, trainSet, evalSet)
 				if err != nil {
-					t.Fatalf("%s %s %s: %v", method, m, policy, err)
+					t.Fatalf("%s %s %s: %v", meth, m, policy, err)
 				}
 				first, last := tr.Points[0], tr.Points[len(tr.Points)-1]
 				lambdas := map[float64]bool{}
@@ -314,20 +315,20 @@ func TestDampingTelemetry(t *testing.T) {
 					lambdas[p.Lambda] = true
 					if !lm && (p.Lambda != 1 || p.NextLambda != 1 || !math.IsNaN(p.Rho) || !math.IsNaN(p.PredictedDecrease) ||
 						p.StepAccepted != 1 || p.RejectedSteps != 0) {
-						t.Errorf("%s %s constant damping: point %+v", method, m, p)
+						t.Errorf("%s %s constant damping: point %+v", meth, m, p)
 					}
 					if lm && (!(p.PredictedDecrease > -math.MaxFloat64) || math.IsNaN(p.ActualDecrease) || !(p.Lambda > 0)) {
-						t.Errorf("%s %s LM: point %+v has non-finite telemetry", method, m, p)
+						t.Errorf("%s %s LM: point %+v has non-finite telemetry", meth, m, p)
 					}
 				}
 				if lm && (len(lambdas) < 2 || last.RejectedSteps == 0) {
 					t.Errorf("%s %s LM: λ took the values %v and %d steps were rejected; want λ to adapt after rejected steps",
-						method, m, lambdas, last.RejectedSteps)
+						meth, m, lambdas, last.RejectedSteps)
 				}
 				if !lm && !(last.TrainLoss < first.TrainLoss) {
-					t.Errorf("%s %s %s: training loss %.4f → %.4f", method, m, policy, first.TrainLoss, last.TrainLoss)
+					t.Errorf("%s %s %s: training loss %.4f → %.4f", meth, m, policy, first.TrainLoss, last.TrainLoss)
 				}
-				t.Logf("%s %s %s: train loss %.4f → %.4f, λ %g → %g, %d rejected of %d steps", method, m, policy,
+				t.Logf("%s %s %s: train loss %.4f → %.4f, λ %g → %g, %d rejected of %d steps", meth, m, policy,
 					first.TrainLoss, last.TrainLoss, cfg.Settings.Damping, last.NextLambda,
 					last.RejectedSteps, last.Step)
 			}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/features"
 	"github.com/fgn-paper/fgn/internal/cli"
 )
@@ -19,11 +18,11 @@ import (
 func TestCLIConventions(t *testing.T) {
 	dir := t.TempDir()
 	// Training labels in [0, 3); held-out labels with a 9 among them.
-	trainSet, err := train.GaussianMixture(1, 0, 30, 3, 3, 1)
+	trainSet, err := features.GaussianMixture(1, 0, 30, 3, 3, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	evalSet, err := train.GaussianMixture(1, 1, 12, 3, 3, 1)
+	evalSet, err := features.GaussianMixture(1, 1, 12, 3, 3, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +118,7 @@ func TestCLIConventions(t *testing.T) {
 // TestTrainPrintsClasses checks that the class count and where it came from are printed.
 func TestTrainPrintsClasses(t *testing.T) {
 	dir := t.TempDir()
-	s, err := train.GaussianMixture(1, 0, 40, 2, 3, 1)
+	s, err := features.GaussianMixture(1, 0, 40, 2, 3, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,13 +10,12 @@ import (
 	"testing"
 
 	"github.com/fgn-paper/fgn/experiments/report"
-	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/features"
 )
 
 func TestRunErrors(t *testing.T) {
 	dir := t.TempDir()
-	good, err := train.GaussianMixture(1, 0, 20, 3, 3, 1)
+	good, err := features.GaussianMixture(1, 0, 20, 3, 3, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +105,7 @@ func TestHeadoptErrorsWriteNothing(t *testing.T) {
 	}
 	cache := filepath.Join(dir, "cache")
 	for split, d := range map[string]int{"train": 3, "test": 4} {
-		s, err := train.GaussianMixture(1, 0, 20, d, 3, 1)
+		s, err := features.GaussianMixture(1, 0, 20, d, 3, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +118,7 @@ func TestHeadoptErrorsWriteNothing(t *testing.T) {
 	// Bad caches, each a copy of a good one (20 train and test examples, d = 3) with one defect.
 	good := filepath.Join(dir, "good")
 	for split, draw := range map[string]uint64{"train": 0, "test": 1} {
-		s, err := train.GaussianMixture(1, draw, 20, 3, 3, 1)
+		s, err := features.GaussianMixture(1, draw, 20, 3, 3, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,7 +268,7 @@ func mustRead(t *testing.T, path string) []byte {
 func TestReproduceErrorsWriteNothing(t *testing.T) {
 	dir := t.TempDir()
 	partial := filepath.Join(dir, "partial")
-	s, err := train.GaussianMixture(1, 0, 20, 3, 3, 1)
+	s, err := features.GaussianMixture(1, 0, 20, 3, 3, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,8 +110,8 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		}
 		*standardize = false
 		source = fmt.Sprintf("synthetic Gaussian mixture (n=%d, d=%d, C=%d, separation %g)", *examples, *dim, classes, *separation)
-		if trainSet, err = train.GaussianMixture(*seed, 0, *examples, *dim, classes, *separation); err == nil {
-			evalSet, err = train.GaussianMixture(*seed, 1, max(*examples/2, 1), *dim, classes, *separation)
+		if trainSet, err = features.GaussianMixture(*seed, 0, *examples, *dim, classes, *separation); err == nil {
+			evalSet, err = features.GaussianMixture(*seed, 1, max(*examples/2, 1), *dim, classes, *separation)
 		}
 	}
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/features"
 )
 
@@ -125,14 +124,14 @@ func fileName(dir string) string {
 	}, filepath.Base(abs))
 }
 
-// Synthetic returns the profile's Gaussian-mixture stand-in (train.GaussianMixture, seed 1;
+// Synthetic returns the profile's Gaussian-mixture stand-in (features.GaussianMixture, seed 1;
 // draw 0 is the training split, draw 1 the test split).
 func Synthetic(p Profile) (*Data, error) {
-	tr, err := train.GaussianMixture(1, 0, p.SynthTrain, p.SynthDim, p.SynthClasses, p.SynthSeparation)
+	tr, err := features.GaussianMixture(1, 0, p.SynthTrain, p.SynthDim, p.SynthClasses, p.SynthSeparation)
 	if err != nil {
 		return nil, err
 	}
-	te, err := train.GaussianMixture(1, 1, p.SynthTest, p.SynthDim, p.SynthClasses, p.SynthSeparation)
+	te, err := features.GaussianMixture(1, 1, p.SynthTest, p.SynthDim, p.SynthClasses, p.SynthSeparation)
 	if err != nil {
 		return nil, err
 	}

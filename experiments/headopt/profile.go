@@ -26,7 +26,7 @@ type Profile struct {
 	// Methods are the methods compared, in table order.
 	Methods []method.Method
 	// Synthetic stand-in: training and test examples, dimension, classes and the standard
-	// deviation of the class-mean coordinates (train.GaussianMixture).
+	// deviation of the class-mean coordinates (features.GaussianMixture).
 	SynthTrain, SynthTest, SynthDim, SynthClasses int
 	SynthSeparation                               float64
 	// SynthThresholds are the time-to-threshold accuracies (percent) reported on the stand-in,

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/features"
 	"github.com/fgn-paper/fgn/fgn/backend"
 )
@@ -156,7 +155,7 @@ func writeCache(t *testing.T, dir string) {
 	t.Helper()
 	m := &features.Manifest{Splits: map[string]features.Split{}}
 	for draw, split := range []string{"train", "test"} {
-		s, err := train.GaussianMixture(1, uint64(draw), 40, 3, 4, 1)
+		s, err := features.GaussianMixture(1, uint64(draw), 40, 3, 4, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

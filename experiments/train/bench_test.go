@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/fgn-paper/fgn/experiments/method"
+	"github.com/fgn-paper/fgn/features"
 )
 
 // BenchmarkCars196Head runs 50 training steps of each optimizer at the Cars196 head shape
@@ -14,11 +15,11 @@ import (
 //	GOEXPERIMENT=simd go test -run '^$' -bench Cars196 -benchtime 1x ./experiments/train
 func BenchmarkCars196Head(b *testing.B) {
 	const batch, dim, classes, steps = 128, 2048, 196, 50
-	trainSet, err := GaussianMixture(1, 0, batch*steps, dim, classes, 0.05)
+	trainSet, err := features.GaussianMixture(1, 0, batch*steps, dim, classes, 0.05)
 	if err != nil {
 		b.Fatal(err)
 	}
-	evalSet, err := GaussianMixture(1, 1, batch, dim, classes, 0.05)
+	evalSet, err := features.GaussianMixture(1, 1, batch, dim, classes, 0.05)
 	if err != nil {
 		b.Fatal(err)
 	}

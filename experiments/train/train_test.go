@@ -69,11 +69,11 @@ func TestStaticBatches(t *testing.T) {
 // problem returns a small synthetic train/eval pair.
 func problem(t *testing.T, n, dim, classes int) (trainSet, evalSet *features.Set) {
 	t.Helper()
-	trainSet, err := GaussianMixture(3, 0, n, dim, classes, 0.6)
+	trainSet, err := features.GaussianMixture(3, 0, n, dim, classes, 0.6)
 	if err != nil {
 		t.Fatal(err)
 	}
-	evalSet, err = GaussianMixture(3, 1, n/2, dim, classes, 0.6)
+	evalSet, err = features.GaussianMixture(3, 1, n/2, dim, classes, 0.6)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,8 @@
-package train
+package features
 
 import (
 	"fmt"
 	"math/rand/v2"
-
-	"github.com/fgn-paper/fgn/features"
 )
 
 // GaussianMixture draws n labelled examples in dimension dim from a mixture of classes
@@ -12,7 +10,7 @@ import (
 // coordinates. The means depend only on (seed, dim, classes, separation), so two calls with
 // the same seed and different n draw a training and a held-out split of the same problem when
 // their draw seeds differ: draw selects the sample.
-func GaussianMixture(seed, draw uint64, n, dim, classes int, separation float64) (*features.Set, error) {
+func GaussianMixture(seed, draw uint64, n, dim, classes int, separation float64) (*Set, error) {
 	switch {
 	case n < 1 || dim < 1:
 		return nil, fmt.Errorf("synthetic data needs n ≥ 1 and dim ≥ 1, got n=%d dim=%d", n, dim)
@@ -27,7 +25,7 @@ func GaussianMixture(seed, draw uint64, n, dim, classes int, separation float64)
 		means[i] = separation * rng.NormFloat64()
 	}
 	rng = rand.New(rand.NewPCG(seed, 0x5a3b1e+draw))
-	s := &features.Set{X: make([]float32, n*dim), Y: make([]int32, n), N: n, D: dim}
+	s := &Set{X: make([]float32, n*dim), Y: make([]int32, n), N: n, D: dim}
 	for i := range n {
 		c := rng.IntN(classes)
 		s.Y[i] = int32(c)

@@ -17,6 +17,13 @@
 //
 // For CUDA plugins from a Python wheel, XLA also needs the CUDA libraries' directory:
 // set XLA_FLAGS=--xla_gpu_cuda_data_dir=<site-packages>/nvidia.
+//
+// It lives under fgn/ rather than with the command-line tools because a library user needs the
+// same choice: the fgn package itself never selects a backend (its graphs run on whatever
+// backend the caller's Exec uses), and a program that calls GoMLX's default selection offline
+// stalls on a plugin download. Library users, the experiments, data/fetch, the notebooks and
+// the fgn command all select through this one package, and only package fgn imports nothing
+// of the project.
 package backend
 
 import (

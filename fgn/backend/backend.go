@@ -20,8 +20,8 @@
 //
 // It lives under fgn/ rather than with the command-line tools because a library user needs the
 // same choice: the fgn package itself never selects a backend (its graphs run on whatever
-// backend the caller's Exec uses), and a program that calls GoMLX's default selection offline
-// stalls on a plugin download. Library users, the experiments, data/fetch, the notebooks and
+// backend the caller's Exec uses), and GoMLX's default selection tries a plugin download that
+// fails offline. Library users, the experiments, data/fetch, the notebooks and
 // the fgn command all select through this one package, and only package fgn imports nothing
 // of the project.
 package backend

@@ -21,10 +21,10 @@ type CGResult struct {
 
 // CG solves A x = rhs for a symmetric positive definite operator A by conjugate gradients,
 // starting from x0 (zeros when nil), inside the graph being built. It stops once
-// ‖A x − rhs‖ ≤ Tol·‖rhs‖ or after MaxIter iterations (s.Rule does not apply: the residual is
-// that of the system given).
+// ‖A x − rhs‖ ≤ Tolerance·‖rhs‖ or after MaxIterations iterations (s.StoppingRule does not
+// apply: the residual is that of the system given).
 //
-// The MaxIter iterations are unrolled into the graph and an iteration past convergence is masked
+// The MaxIterations iterations are unrolled into the graph and an iteration past convergence is masked
 // to a no-op, so op may be any graph function, autodiff products included. (The directions of
 // this package run the same iterations in a While loop, with the same iterates and iteration
 // count, when their operator can be built inside a While body; see whileLoop.)
@@ -39,7 +39,7 @@ type cgSystem struct {
 	shift     *Node         // σ (scalar); nil for σ = 0
 	rhs, x0   Vec
 	// With curvatureNorm the stopping test is on the C-seminorm of the residual e,
-	// ‖e‖_C² = eᵀC e ≤ Tol²·refNorm2, instead of on its Euclidean norm relative to ‖rhs‖.
+	// ‖e‖_C² = eᵀC e ≤ Tolerance²·refNorm2, instead of on its Euclidean norm relative to ‖rhs‖.
 	curvatureNorm bool
 	refNorm2      *Node
 }
@@ -58,14 +58,15 @@ func (sys cgSystem) apply(v Vec) (cv, av Vec) {
 // described for CG.
 //
 // The Euclidean test ‖e_k‖ uses the recurrence's ‖r_k‖², known before iteration k applies the
-// operator, so iteration k runs only if r_k fails the test (MaxIter operator products at most).
+// operator, so iteration k runs only if r_k fails the test (MaxIterations operator products at
+// most).
 // The C-seminorm test needs C r_k, which CG does not form; since r_k = p_k − β_{k−1} p_{k−1},
 //
 //	C r_k = C p_k − β_{k−1} C p_{k−1},
 //
 // so iteration k applies the operator to p_k first, tests r_k with that product and the one kept
 // from iteration k−1, and updates the iterate only if the test fails. The last pass only tests:
-// MaxIter + 1 operator products at most, and the residual reported is always that of the
+// MaxIterations + 1 operator products at most, and the residual reported is always that of the
 // returned iterate.
 func solveCG(sys cgSystem, s CGSettings, inLoop bool) CGResult {
 	if err := s.Validate(); err != nil {
@@ -131,6 +132,9 @@ type cgState struct {
 
 func (st cgState) stopped() *Node { return GreaterThan(st.stop, ZerosLike(st.stop)) }
 
+// flatten lists the state for a While loop, the iterate x last. compute v0.1.3's Go backend fails
+// ("index out of range") on a graph whose only outputs are early outputs of a While loop (a
+// caller that keeps only the iterate, Direction.Solution); with x the loop's last output it runs.
 func (st cgState) flatten() []*Node {
 	out := []*Node{st.k, st.rr, st.beta, st.res2, st.stop}
 	for _, v := range []Vec{st.r, st.p, st.cp, st.x} {

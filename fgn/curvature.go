@@ -33,7 +33,7 @@ func (j MarginJacobian) JVP(beta Vec) *Node {
 // weights (Whitening.SqrtQ), bLambda the scalar bλ.
 func FGNRowOperator(j MarginJacobian, sqrtQ, bLambda *Node) func(v *Node) *Node {
 	return func(v *Node) *Node {
-		return Add(Mul(sqrtQ, j.JVP(j.VJP(Mul(sqrtQ, v)))), Mul(bLambda, v))
+		return Add(Mul(sqrtQ, matrixFreeGram{j}.times(Mul(sqrtQ, v))), Mul(bLambda, v))
 	}
 }
 

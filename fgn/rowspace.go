@@ -47,13 +47,13 @@ func newWhitening(m *Margin, bLambda *Node, floor float64) whitening {
 //
 //	(H_FGN + λI) d + g = (1/b) J̃ᵀ e,   so   ‖(H_FGN + λI) d + g‖/‖g‖ = √(eᵀK e / ‖Jᵀr‖²).
 //
-// With cfg.CG.StoppingRule = StopParameterResidual (the default) CG stops on this exact parameter-space
-// residual: it evaluates eᵀK e from the operator product each iteration already makes (see
+// With cfg.CG.StoppingRule = StopParameterResidual (the default) CG stops on this exact
+// parameter-space residual: it evaluates eᵀK e from the operator product each iteration already makes (see
 // solveCG), at the cost of one more operator product when it stops, and ‖Jᵀr‖² with one VJP.
-// A cheaper proxy, the unwhitened row residual ‖Q^{1/2}e‖ ≤ Tol·‖r‖, bounds the parameter
+// A cheaper proxy, the unwhitened row residual ‖Q^{1/2}e‖ ≤ Tolerance·‖r‖, bounds the parameter
 // residual only up to the condition number of J, which is unbounded on exactly the batches
 // where the whitened test fails; the exact test is kept. With StopWhitenedRowResidual CG stops
-// on ‖e‖ ≤ Tol·‖r̃‖ as in Algorithm 1: when a row has a large margin s, r̃_i ≈ e^{s/2} dominates
+// on ‖e‖ ≤ Tolerance·‖r̃‖ as in Algorithm 1: when a row has a large margin s, r̃_i ≈ e^{s/2} dominates
 // ‖r̃‖ while q_i is tiny, and that test passes after one iteration far from the solution.
 // With saturated rows the same identities hold for the curvature that omits them, with r̃
 // replaced by the right-hand side below.

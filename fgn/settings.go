@@ -170,13 +170,13 @@ const (
 	// StopParameterResidual stops FGN's CG once the parameter-space residual of the direction it
 	// back-projects is small relative to the gradient:
 	//
-	//	‖(H_FGN + λI) d + g‖ ≤ Tol·‖g‖.
+	//	‖(H_FGN + λI) d + g‖ ≤ Tolerance·‖g‖.
 	//
 	// This is what the step needs, whatever the scale of the row system. FGNDirection states the
 	// identity by which it is evaluated in row space. It is the default.
 	StopParameterResidual StoppingRule = iota
 	// StopWhitenedRowResidual is the rule of the paper's Algorithm 1: stop once the whitened row
-	// residual e = r̃ − (K + bλI)u satisfies ‖e‖ ≤ Tol·‖r̃‖. On a batch holding confidently
+	// residual e = r̃ − (K + bλI)u satisfies ‖e‖ ≤ Tolerance·‖r̃‖. On a batch holding confidently
 	// misclassified examples (large margin s, tiny q, r̃_i = √(p_†/p_★) ≈ e^{s/2}) it is met after
 	// one iteration whatever the tolerance, far from the solution; it is kept to reproduce the
 	// paper's runs.

@@ -309,7 +309,7 @@ def report(rows, sgemm, loads, machine, started):
         "",
         "Written by `bench/peer.py` (one run; regenerate with that command). One optimiser step of a",
         f"linear softmax head, b={BATCH}, d={DIM}, float32, {THREADS} threads, hyper-parameters of Figure 1(a):",
-        f"Adam lr {ADAM_LR:g}; SGN/FGN step size {STEP_SIZE:g}, λ = {LAMBDA:g}, CG ≤ {CG_MAX_ITER} iterations,",
+        f"Adam learning rate {ADAM_LR:g}; SGN/FGN learning rate α = {STEP_SIZE:g}, damping λ = {LAMBDA:g}, CG ≤ {CG_MAX_ITER} iterations,",
         f"tolerance {CG_TOL:g}. Go: `BenchmarkStep` (fgn/bench_test.go), pure-Go backend, `GOEXPERIMENT=simd`;",
         "PyTorch: `bench/peer.py` (closed-form head products; feature Gram and hᵀ once per batch, as in Go).",
         "ms per step are means over the timed steps after a warm-up step; each Go cell and its PyTorch",

@@ -316,9 +316,12 @@ func (c *GNConfig) name() string {
 	return "SGN"
 }
 
-// keepUnless returns updated where ok (a boolean scalar) holds, else current.
+// keepUnless returns updated where ok (a boolean scalar) holds, else current. The scalar
+// condition is not broadcast: Where selects whole operands on it (XLA's select takes a scalar
+// predicate, the Go backend returns the chosen buffer in place), so no mask the size of the
+// parameters is formed or read.
 func keepUnless(ok, updated, current *Node) *Node {
-	return Where(BroadcastToDims(ok, updated.Shape().Dimensions...), updated, current)
+	return Where(ok, updated, current)
 }
 
 func first(v Vec) *Node {

@@ -211,9 +211,14 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 	default:
 		dir = FGNDirection(lin, labels, first(x0), cfg)
 	}
+	// The step size is taken as 0 unless the direction is finite. keepUnless below is what
+	// discards a non-finite step (0·NaN is NaN); this makes the scaling α d wait for Finite's
+	// reduction over d, its only other consumer, so that a backend that runs independent
+	// operations concurrently may still scale d in place rather than hold a second copy.
+	stepSize := Where(dir.Finite, alpha, ZerosLike(alpha))
 	updated := make(Vec, len(params))
 	for k, p := range params {
-		updated[k] = Add(p, Mul(ConvertDType(alpha, p.DType()), dir.D[k]))
+		updated[k] = Add(p, Mul(ConvertDType(stepSize, p.DType()), dir.D[k]))
 	}
 	dir.Damping = o.stepDamping(lin, labels, dir, alpha, updated, cfg)
 	// A step not taken (not finite, or rejected by an adaptive damping policy) changes nothing

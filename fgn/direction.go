@@ -66,7 +66,7 @@ func newDirection(d Vec, m *Margin, sol CGResult) *Direction {
 	for _, x := range d {
 		// One reduction per tensor: a NaN or Inf entry makes the sum NaN or Inf. (A sum of finite
 		// entries that overflows also counts as not finite: such a step is no step either.)
-		finite = LogicalAnd(finite, IsFinite(ReduceAllSum(x)))
+		finite = LogicalAnd(finite, IsFinite(sumAll(x)))
 	}
 	return &Direction{
 		Finite:      finite,

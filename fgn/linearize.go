@@ -92,11 +92,22 @@ func sumLastAxis(x *Node) *Node {
 	return Reshape(MatMul(x, Ones(x.Graph(), shapes.Make(x.DType(), x.Shape().Dim(1), 1))), x.Shape().Dim(0))
 }
 
+// sumAll returns the sum of all entries of x (scalar). A tensor of rank ≥ 2 is first summed over
+// all but its last axis with sumFirstAxis, for the reason given there; a NaN or ±Inf entry makes
+// the sum NaN or ±Inf either way.
+func sumAll(x *Node) *Node {
+	if x.Rank() >= 2 {
+		dims := x.Shape().Dimensions
+		x = sumFirstAxis(Reshape(x, -1, dims[len(dims)-1]))
+	}
+	return ReduceAllSum(x)
+}
+
 // vecDot returns Σ_k ⟨a_k, b_k⟩ as a scalar node.
 func vecDot(a, b Vec) *Node {
 	var sum *Node
 	for k := range a {
-		term := ReduceAllSum(Mul(a[k], b[k]))
+		term := sumAll(Mul(a[k], b[k]))
 		if sum == nil {
 			sum = term
 		} else {

@@ -23,7 +23,8 @@
 //   - affine.go, appendix F.2: the affine head's closed-form Grams (FeatureGram,
 //     AffineMarginGram, AffineRowGram); linearize.go: Linearization, Linearize, AffineHead.
 //   - sgn.go: the SGN baseline, SGNDirection and GGNOperator.
-//   - direction.go: Direction, the step and its diagnostics, and LossGradient.
+//   - direction.go: Direction, the step and its diagnostics, and the batch gradient
+//     (LossGradient, Margin.Gradient).
 //   - settings.go: Settings, the one settings type, and its defaults (DefaultSettings).
 //   - damping.go: damping policies, ConstantDamping (the paper's) and LevenbergMarquardt.
 //   - optimizer.go, loss.go: FGN and SGN as GoMLX optimizers (optimizer.Interface), with Loss as

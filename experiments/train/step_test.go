@@ -170,4 +170,16 @@ func TestStepErrors(t *testing.T) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
 		}
 	}
+	store := model.NewStore()
+	step, err := NewStep(testBackend, store, Model{}.initialize(store.RootScope(), trainSet.D, 3, 1), ok,
+		[]*tensors.Tensor{x}, []*tensors.Tensor{y})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer step.Finalize()
+	for _, k := range []int{-1, 1} {
+		if _, err := step.Run(k); err == nil || !strings.Contains(err.Error(), "out of range [0, 1)") {
+			t.Errorf("Run(%d) on 1 batch: error %v, want one saying the batch is out of range", k, err)
+		}
+	}
 }

@@ -111,13 +111,14 @@ type StepResult struct {
 	Finite, Accepted bool
 }
 
-// NewStep builds the step of cfg for the model variables vars of store (W, bias for an affine
-// head; W1, b1, W2, b2 for an MLP), on the static batches of features xs (b×d float32) and labels
-// ys (b int32). It computes the layouts of every batch's frozen features that the step takes
-// (hᵀ on an affine head with exact products, and the feature Gram h hᵀ + 1 for FGN (closed-form
-// Gram)) once, timing them (LayoutSeconds), and compiles the step; Run then runs it on a batch.
-// Adam on an affine head steps with the closed-form gradient (fgn.LossGradient: one VJP of the
-// head), on an MLP with autodiff; like FGN and SGN, it skips a step that is not finite.
+// NewStep builds the step of cfg for the model variables vars of store, the trainable variables
+// it steps (W, bias for an affine head; W1, b1, W2, b2 for an MLP), on the static batches of
+// features xs (b×d float32) and labels ys (b int32). It computes the layouts of every batch's
+// frozen features that the step takes (hᵀ on an affine head with exact products, and the feature
+// Gram h hᵀ + 1 for FGN (closed-form Gram)) once, timing them (LayoutSeconds), and compiles the
+// step; Run then runs it on a batch. Adam steps with the gradient of fgn.LossGradient, one VJP of
+// the linearisation: in closed form on an affine head with exact products, by autodiff otherwise.
+// Like FGN and SGN, it skips a step that is not finite.
 func NewStep(be compute.Backend, store *model.Store, vars []*model.Variable, cfg StepConfig, xs, ys []*tensors.Tensor) (*Step, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

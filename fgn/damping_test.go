@@ -206,18 +206,17 @@ func TestLMAdapts(t *testing.T) {
 func TestConstantDampingUnchanged(t *testing.T) {
 	const alpha, lambda = 0.4, 0.6
 	p := newProblem(43, 8, 5, 4, 3, 1)
+	fgnCold := func(lin Linearization, labels *Node, cfg Settings) *Direction {
+		return FGNDirection(lin, labels, nil, cfg)
+	}
 	for _, tc := range []struct {
 		name string
 		opt  *GNConfig
 		mlp  bool
 		dir  func(lin Linearization, labels *Node, cfg Settings) *Direction
 	}{
-		{"FGN affine closed form", FGN(), false, func(lin Linearization, labels *Node, cfg Settings) *Direction {
-			return FGNAffineDirection(lin.(*AffineHead), labels, nil, cfg)
-		}},
-		{"FGN mlp", FGN(), true, func(lin Linearization, labels *Node, cfg Settings) *Direction {
-			return FGNDirection(lin, labels, nil, cfg)
-		}},
+		{"FGN affine closed form", FGN(), false, fgnCold},
+		{"FGN mlp", FGN(), true, fgnCold},
 		{"SGN mlp", SGN(), true, func(lin Linearization, labels *Node, cfg Settings) *Direction {
 			return SGNDirection(lin, labels, nil, cfg)
 		}},

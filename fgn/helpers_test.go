@@ -207,3 +207,9 @@ func symEigen(t *testing.T, a []float64, n int) []float64 {
 }
 
 func shapesF32(dims ...int) shapes.Shape { return shapes.Make(dtypes.Float32, dims...) }
+
+// matrixFree returns s with FGN's matrix-free row operator.
+func matrixFree(s Settings) Settings {
+	s.RowOperator = MatrixFree
+	return s
+}

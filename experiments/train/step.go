@@ -101,10 +101,10 @@ type StepResult struct {
 	// CGIterations and CGResidual report the CG solve (both 0 for Adam); MeanPDagger and MeanXi
 	// are the batch means of p_† and ξ.
 	CGIterations, CGResidual, MeanPDagger, MeanXi float64
-	// Lambda and NextLambda are the damping λ of the step and the one it set for the next;
+	// Damping and NextDamping are the damping λ of the step and the one it set for the next;
 	// PredictedDecrease, ActualDecrease and Rho the decreases of the batch loss and their gain
 	// ratio (fgn.DampingPolicy), NaN unless the damping policy is adaptive (all NaN for Adam).
-	Lambda, NextLambda, PredictedDecrease, ActualDecrease, Rho float64
+	Damping, NextDamping, PredictedDecrease, ActualDecrease, Rho float64
 	// Finite is false when the loss, the direction (Adam: the gradient or an updated value) or the
 	// CG residual was not finite; Accepted is true when the step was taken. A step not taken
 	// changes nothing but an adaptive damping policy's λ.
@@ -211,7 +211,7 @@ func (s *Step) Run(k int) (StepResult, error) {
 	r := StepResult{Finite: tensors.ToScalar[bool](outs[n-2]), Accepted: tensors.ToScalar[bool](outs[n-1])}
 	v := scalars(outs[:n-2])
 	r.Loss, r.CGIterations, r.CGResidual, r.MeanPDagger, r.MeanXi = v[0], v[1], v[2], v[3], v[4]
-	r.Lambda, r.NextLambda, r.PredictedDecrease, r.ActualDecrease, r.Rho = v[5], v[6], v[7], v[8], v[9]
+	r.Damping, r.NextDamping, r.PredictedDecrease, r.ActualDecrease, r.Rho = v[5], v[6], v[7], v[8], v[9]
 	outs[n-2].FinalizeAll()
 	outs[n-1].FinalizeAll()
 	return r, nil
@@ -240,7 +240,7 @@ func gnStep(scope *model.Scope, gn fgn.Optimizer, lin fgn.Linearization, labels 
 		return x
 	}
 	return []*Node{dir.Loss, ConvertDType(dir.Iterations, dir.Loss.DType()), dir.Residual, dir.MeanPDagger,
-		dir.MeanXi, dd.Lambda, dd.NextLambda, orNaN(dd.Predicted), orNaN(dd.Actual), orNaN(dd.Rho), dir.Finite,
+		dir.MeanXi, dd.Damping, dd.NextDamping, orNaN(dd.Predicted), orNaN(dd.Actual), orNaN(dd.Rho), dir.Finite,
 		dd.Accepted}
 }
 

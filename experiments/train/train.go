@@ -84,11 +84,11 @@ type Point struct {
 	// SkippedSteps counts the steps 1..Step whose loss, direction or CG residual was not finite;
 	// such a step leaves the model and the optimizer state unchanged.
 	SkippedSteps int
-	// Lambda and NextLambda are the damping λ of the last step and the one it set for the next;
+	// Damping and NextDamping are the damping λ of the last step and the one it set for the next;
 	// Rho, PredictedDecrease and ActualDecrease its gain ratio and the decreases of the batch loss
 	// it is the ratio of (fgn.DampingPolicy), NaN unless the damping policy is adaptive;
 	// StepAccepted is 1 when the last step was taken, else 0 (all NaN for Adam but StepAccepted).
-	Lambda, NextLambda, Rho, PredictedDecrease, ActualDecrease, StepAccepted float64
+	Damping, NextDamping, Rho, PredictedDecrease, ActualDecrease, StepAccepted float64
 	// RejectedSteps counts the finite steps 1..Step that an adaptive damping policy rejected for
 	// increasing the batch loss; such a step changes only λ.
 	RejectedSteps int
@@ -179,11 +179,11 @@ func run(be compute.Backend, cfg Config, classes int, trainSet, evalSet *feature
 		nan := math.NaN()
 		p := Point{Step: stepNum, Epoch: float64(stepNum) / float64(len(batches)), OptSeconds: optSeconds,
 			CGIterations: its, CGResidual: nan, MeanPDagger: nan, MeanXi: nan, SkippedSteps: skipped,
-			Lambda: nan, NextLambda: nan, Rho: nan, PredictedDecrease: nan, ActualDecrease: nan, StepAccepted: nan,
+			Damping: nan, NextDamping: nan, Rho: nan, PredictedDecrease: nan, ActualDecrease: nan, StepAccepted: nan,
 			RejectedSteps: rejected}
 		if last != nil {
 			p.CGResidual, p.MeanPDagger, p.MeanXi = last.CGResidual, last.MeanPDagger, last.MeanXi
-			p.Lambda, p.NextLambda, p.PredictedDecrease, p.ActualDecrease, p.Rho = last.Lambda, last.NextLambda,
+			p.Damping, p.NextDamping, p.PredictedDecrease, p.ActualDecrease, p.Rho = last.Damping, last.NextDamping,
 				last.PredictedDecrease, last.ActualDecrease, last.Rho
 			p.StepAccepted = 0
 			if last.Accepted {

@@ -24,7 +24,8 @@
 //   - affine.go, appendix F.2: AffineHead and its closed-form Grams (FeatureGram,
 //     AffineMarginGram, AffineRowGram); linearize.go: Linearization, Linearize.
 //   - sgn.go: the SGN baseline, SGNDirection and GGNOperator.
-//   - direction.go: Direction, the step and its diagnostics, and LossGradient.
+//   - direction.go: Direction, the step and its diagnostics, and the batch gradient
+//     (LossGradient, Margin.Gradient).
 //   - settings.go: Settings, the one settings type, and its defaults (DefaultSettings).
 //   - damping.go: damping policies, ConstantDamping (the paper's) and LevenbergMarquardt.
 //   - optimizer.go, loss.go: FGN and SGN as GoMLX optimizers (optimizer.Interface), with Loss as

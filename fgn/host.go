@@ -103,7 +103,7 @@ func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias 
 			case MethodGradient:
 				m := NewMargin(head.Logits(), labels)
 				zero := ScalarZero(h.Graph(), h.DType())
-				dir = newDirection(vecScale(Scalar(h.Graph(), h.DType(), -1), gradient(head, m)), m,
+				dir = newDirection(vecScale(Scalar(h.Graph(), h.DType(), -1), m.Gradient(head)), m,
 					CGResult{Iterations: Const(h.Graph(), int32(0)), Residual: zero})
 			}
 			return []*Node{dir.D[0], dir.D[1], ConvertDType(dir.Loss, dtypes.Float64),

@@ -5,8 +5,8 @@ One command (from the repository root):
 
     bench/peer.py            # or: /usr/bin/python3 bench/peer.py [--steps-small N] [--steps-large N]
 
-It builds the fgn test binary in the SIMD build (GOEXPERIMENT=simd), then for every C and every
-method runs BenchmarkStep/C=<C>/<method> and the same step in PyTorch (float32, 2 threads),
+It builds the experiments/train test binary in the SIMD build (GOEXPERIMENT=simd), then for every
+C and every method runs BenchmarkStep/C=<C>/<method> and the same step in PyTorch (float32, 2 threads),
 alternating the two so that both see the same load, measures the sgemm roofline (one b×d×C
 product) with torch and numpy, and rewrites the peer section of BENCHMARKS.md with the ratio
 table, the machine, versions, date and load averages.
@@ -16,7 +16,8 @@ Requirements (Debian; a development tool, never a runtime dependency of the proj
 
 The PyTorch steps are the project's algorithms on the affine head z = h W + 1 bᵀ with the head's
 closed-form Jacobian products (J_z V = h V + 1 vᵀ, J_zᵀ m = (hᵀ m, 1ᵀ m)), written as a careful
-PyTorch user would, with the hyper-parameters of fgn/bench_test.go (Figure 1(a)):
+PyTorch user would, with the hyper-parameters of BenchmarkStep (experiments/train/step_bench_test.go,
+Figure 1(a)'s step):
     Adam           torch.optim.Adam (foreach), lr 1e-3, on the closed-form gradient
     SGN            parameter-space CG on the full softmax GGN + λI, warm-started from the previous
                    direction, λ = 1, ≤ 5 iterations, relative tolerance 1e-5, step size 1
@@ -24,6 +25,7 @@ PyTorch user would, with the hyper-parameters of fgn/bench_test.go (Figure 1(a))
                    Gram h hᵀ + 1 computed once per batch, one back-projection
     FGNMatrixFree  row-space CG applying the row operator by one head VJP and JVP (eq. 4.8)
 Both FGN variants whiten rows with q ≥ ε² and solve saturated rows unwhitened, as fgn.FGNDirection.
+The Go steps also skip a step that is not finite (the training loop's guard); these do not.
 
 On processors where the environment sets OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (to work around
 old OpenBLAS builds), both are removed for this command alone (the script re-executes itself
@@ -245,7 +247,7 @@ def sgemm_ms(classes, repeats=10):
 
 def build_go_test(root, out):
     env = dict(os.environ, GOEXPERIMENT="simd")
-    subprocess.run(["go", "test", "-c", "-o", out, "./fgn"], cwd=root, env=env, check=True)
+    subprocess.run(["go", "test", "-c", "-o", out, "./experiments/train"], cwd=root, env=env, check=True)
 
 
 GO_LINE = re.compile(r"^BenchmarkStep/C=(\d+)/(\w+)-\d+\s+\d+\s+(.*)$")
@@ -255,7 +257,7 @@ def time_go(binary, root, method, classes, steps):
     """Runs BenchmarkStep/C=<classes>/<method> for `steps` steps; returns its metrics."""
     pattern = f"^BenchmarkStep$/^C={classes}$/^{method}$"
     proc = subprocess.run([binary, "-test.run", "^$", "-test.bench", pattern, "-test.benchtime", f"{steps}x"],
-                          cwd=os.path.join(root, "fgn"), capture_output=True, text=True, timeout=600)
+                          cwd=os.path.join(root, "experiments", "train"), capture_output=True, text=True, timeout=600)
     for line in proc.stdout.splitlines():
         match = GO_LINE.match(line)
         if match:
@@ -310,8 +312,11 @@ def report(rows, sgemm, loads, machine, started):
         "Written by `bench/peer.py` (one run; regenerate with that command). One optimiser step of a",
         f"linear softmax head, b={BATCH}, d={DIM}, float32, {THREADS} threads, hyper-parameters of Figure 1(a):",
         f"Adam learning rate {ADAM_LR:g}; SGN/FGN learning rate α = {STEP_SIZE:g}, damping λ = {LAMBDA:g}, CG ≤ {CG_MAX_ITER} iterations,",
-        f"tolerance {CG_TOL:g}. Go: `BenchmarkStep` (fgn/bench_test.go), pure-Go backend, `GOEXPERIMENT=simd`;",
+        f"tolerance {CG_TOL:g}. Go: `BenchmarkStep` (experiments/train/step_bench_test.go: the training loop's step,",
+        "as Figure 1(a) times it), pure-Go backend, `GOEXPERIMENT=simd`;",
         "PyTorch: `bench/peer.py` (closed-form head products; feature Gram and hᵀ once per batch, as in Go).",
+        "The Go steps also check that the step is finite and skip it otherwise, as the training loop",
+        "must; the PyTorch steps do not.",
         "ms per step are means over the timed steps after a warm-up step; each Go cell and its PyTorch",
         "cell ran back to back. The sgemm floor is the faster of torch and numpy for one b×d×C product",
         "(best of 10, before and after the steps) times the products a step cannot avoid: Adam 2",
@@ -380,7 +385,7 @@ def main():
     machine = {"cpu": cpu_model(), "blas": blas_description(), "go": go_versions(root)}
     load_start = load_average()
     with tempfile.TemporaryDirectory() as tmp:
-        binary = os.path.join(tmp, "fgn.test")
+        binary = os.path.join(tmp, "train.test")
         build_go_test(root, binary)
         sgemm = {c: sgemm_ms(c) for c in CLASSES}
         rows = []

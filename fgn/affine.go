@@ -11,7 +11,8 @@ import (
 //	J_z (V, v) = h V + 1 vᵀ,       J_zᵀ m = (hᵀ m, 1ᵀ m).
 //
 // It is exact (the logits are linear in (W, b)), costs one b×d×C product per call, and is safe
-// to use inside in-graph loops. Params is (W, bias).
+// to use inside in-graph loops. Params is (W, bias). It is a GramLinearization: MarginGram forms
+// the margin Gram in closed form (AffineMarginGram).
 type AffineHead struct {
 	// H holds the features (b×d); W (d×C) and Bias (C) are the parameters.
 	H, W, Bias *Node
@@ -19,12 +20,14 @@ type AffineHead struct {
 	// per graph, so the VJPs of a step (and of every CG iteration) share one transpose; with
 	// frozen features and static batches callers may replace it by hᵀ laid out once per batch.
 	HT *Node
-	// FeatureGram optionally holds h hᵀ + 1 (b×b, see FeatureGram) for FGNAffineDirection. With
-	// frozen features and static batches it is the same in every epoch and can be computed once
-	// per batch; nil means FGNAffineDirection computes it.
+	// FeatureGram optionally holds h hᵀ + 1 (b×b, see FeatureGram) for MarginGram. With frozen
+	// features and static batches it is the same in every epoch and can be computed once per
+	// batch; nil means MarginGram computes it.
 	FeatureGram *Node
 	logits      *Node
 }
+
+var _ GramLinearization = (*AffineHead)(nil)
 
 // NewAffineHead builds the affine head z = h W + 1 biasᵀ and its linearisation.
 func NewAffineHead(h, w, bias *Node) *AffineHead {
@@ -48,9 +51,19 @@ func (a *AffineHead) JVP(v Vec) *Node {
 	return Add(MatMul(a.H, v[0]), ExpandAxes(v[1], 0))
 }
 
+// MarginGram returns AffineMarginGram(h hᵀ + 1, gradS), with the feature Gram a.FeatureGram when
+// set, else computed from a.H.
+func (a *AffineHead) MarginGram(gradS *Node) *Node {
+	featureGram := a.FeatureGram
+	if featureGram == nil {
+		featureGram = FeatureGram(a.H)
+	}
+	return AffineMarginGram(featureGram, gradS)
+}
+
 // FeatureGram returns h hᵀ + 1 (b×b) for features h (b×d): the Gram matrix of the affine-head
 // inputs (h_i, 1). With frozen features and static batches it is constant across epochs, so
-// callers may compute it once per batch and pass it to AffineRowGram.
+// callers may compute it once per batch and set it as AffineHead.FeatureGram.
 func FeatureGram(h *Node) *Node {
 	return AddScalar(Einsum("id,jd->ij", h, h), 1)
 }

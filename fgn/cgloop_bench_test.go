@@ -10,7 +10,7 @@ import (
 )
 
 // BenchmarkCGLoop compares three ways to run FGN's b-dimensional row-space CG (5 iterations,
-// float32, K a b×b SPD Gram as in FGNAffineDirection): the in-graph While loop (one compiled
+// float32, K a b×b SPD Gram as in FGN's closed-form Gram): the in-graph While loop (one compiled
 // graph, early exit possible), the unrolled loop (one graph, masked iterations) and a host-driven
 // loop (one compiled iteration called 5 times, the residual read back after each call).
 //

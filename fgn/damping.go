@@ -54,20 +54,20 @@ func (ConstantDamping) String() string                 { return "constant" }
 
 // Defaults of LevenbergMarquardt, those of somax's trust_region damping.
 const (
-	DefaultLMLowerRho  = 0.25  // ρ below which λ grows
-	DefaultLMUpperRho  = 0.75  // ρ above which λ shrinks
-	DefaultLMIncrease  = 1.5   // growth factor of λ
-	DefaultLMDecrease  = 0.5   // shrink factor of λ
-	DefaultLMMinLambda = 1e-12 // smallest λ
-	DefaultLMMaxLambda = 1e6   // largest λ
+	DefaultLMLowerRho   = 0.25  // ρ below which λ grows
+	DefaultLMUpperRho   = 0.75  // ρ above which λ shrinks
+	DefaultLMIncrease   = 1.5   // growth factor of λ
+	DefaultLMDecrease   = 0.5   // shrink factor of λ
+	DefaultLMMinDamping = 1e-12 // smallest λ
+	DefaultLMMaxDamping = 1e6   // largest λ
 )
 
 // LMDamping is the Levenberg-Marquardt (trust-region) damping rule on the gain ratio ρ of
 // DampingPolicy:
 //
-//	λ_{k+1} = clamp(Increase·λ_k, MinLambda, MaxLambda)   if ρ_k < LowerRho or ρ_k is NaN,
-//	λ_{k+1} = clamp(Decrease·λ_k, MinLambda, MaxLambda)   if ρ_k > UpperRho,
-//	λ_{k+1} = λ_k                                          otherwise.
+//	λ_{k+1} = clamp(Increase·λ_k, MinDamping, MaxDamping)   if ρ_k < LowerRho or ρ_k is NaN,
+//	λ_{k+1} = clamp(Decrease·λ_k, MinDamping, MaxDamping)   if ρ_k > UpperRho,
+//	λ_{k+1} = λ_k                                            otherwise.
 //
 // A poor agreement between the loss and its quadratic model (small ρ, or a step that increases
 // the loss: ρ < 0) shrinks the trust region by raising λ, which pulls d towards −g/λ; a good one
@@ -76,8 +76,8 @@ type LMDamping struct {
 	LowerRho, UpperRho float64 // 0 < LowerRho ≤ UpperRho
 	Increase           float64 // > 1
 	Decrease           float64 // in (0, 1)
-	// MinLambda ≤ the optimizer's initial Damping ≤ MaxLambda, 0 < MinLambda.
-	MinLambda, MaxLambda float64
+	// MinDamping ≤ the optimizer's initial Damping ≤ MaxDamping, 0 < MinDamping.
+	MinDamping, MaxDamping float64
 }
 
 var _ DampingPolicy = LMDamping{}
@@ -86,7 +86,7 @@ var _ DampingPolicy = LMDamping{}
 // ρ < 0.25 → λ·1.5, ρ > 0.75 → λ·0.5, λ ∈ [1e-12, 1e6].
 func LevenbergMarquardt() LMDamping {
 	return LMDamping{LowerRho: DefaultLMLowerRho, UpperRho: DefaultLMUpperRho, Increase: DefaultLMIncrease,
-		Decrease: DefaultLMDecrease, MinLambda: DefaultLMMinLambda, MaxLambda: DefaultLMMaxLambda}
+		Decrease: DefaultLMDecrease, MinDamping: DefaultLMMinDamping, MaxDamping: DefaultLMMaxDamping}
 }
 
 func (LMDamping) Adaptive() bool { return true }
@@ -99,7 +99,7 @@ func (p LMDamping) Next(lambda, rho *Node) *Node {
 	grow := LogicalNot(GreaterOrEqual(rho, Scalar(g, dtype, p.LowerRho))) // true for NaN
 	shrink := GreaterThan(rho, Scalar(g, dtype, p.UpperRho))
 	next := Where(grow, MulScalar(lambda, p.Increase), Where(shrink, MulScalar(lambda, p.Decrease), lambda))
-	return Clip(next, Scalar(g, dtype, p.MinLambda), Scalar(g, dtype, p.MaxLambda))
+	return Clip(next, Scalar(g, dtype, p.MinDamping), Scalar(g, dtype, p.MaxDamping))
 }
 
 func (p LMDamping) Validate(lambda0 float64) error {
@@ -112,12 +112,12 @@ func (p LMDamping) Validate(lambda0 float64) error {
 		return fmt.Errorf("fgn: Levenberg-Marquardt increase factor must be finite and > 1, got %g", p.Increase)
 	case !(p.Decrease > 0 && p.Decrease < 1):
 		return fmt.Errorf("fgn: Levenberg-Marquardt decrease factor must be in (0, 1), got %g", p.Decrease)
-	case !(p.MinLambda > 0 && p.MinLambda <= p.MaxLambda) || !finite(p.MaxLambda):
+	case !(p.MinDamping > 0 && p.MinDamping <= p.MaxDamping) || !finite(p.MaxDamping):
 		return fmt.Errorf("fgn: Levenberg-Marquardt λ bounds must satisfy 0 < min ≤ max < ∞, got %g and %g",
-			p.MinLambda, p.MaxLambda)
-	case !(lambda0 >= p.MinLambda && lambda0 <= p.MaxLambda):
+			p.MinDamping, p.MaxDamping)
+	case !(lambda0 >= p.MinDamping && lambda0 <= p.MaxDamping):
 		return fmt.Errorf("fgn: initial damping λ = %g is outside the Levenberg-Marquardt bounds [%g, %g]",
-			lambda0, p.MinLambda, p.MaxLambda)
+			lambda0, p.MinDamping, p.MaxDamping)
 	}
 	return nil
 }
@@ -136,8 +136,8 @@ func ParseDampingPolicy(s string) (DampingPolicy, error) {
 // StepDamping is the damping telemetry of one optimizer step (scalars in the loss's dtype,
 // Accepted boolean).
 type StepDamping struct {
-	// Lambda is the λ the direction was solved with, NextLambda the λ of the next step.
-	Lambda, NextLambda *Node
+	// Damping is the λ the direction was solved with, NextDamping the λ of the next step.
+	Damping, NextDamping *Node
 	// Predicted and Actual are the decreases m(0) − m(s) and L(w) − L(w + s) of DampingPolicy,
 	// Rho their ratio; nil for a policy that is not adaptive.
 	Predicted, Actual, Rho *Node
@@ -260,7 +260,7 @@ func (o *gnOptimizer) dampingState(scope *model.Scope, dtype dtypes.DType) *mode
 }
 
 // scaledLambda returns k·λ as a scalar of dtype: the adaptive policy's state when the optimizer
-// set it, else the constant Lambda, folded in float64 so that k·λ is rounded once.
+// set it, else the constant c.Damping, folded in float64 so that k·λ is rounded once.
 func (c Settings) scaledLambda(g *Graph, dtype dtypes.DType, k float64) *Node {
 	if c.lambdaState != nil {
 		return MulScalar(ConvertDType(c.lambdaState, dtype), k)
@@ -275,17 +275,17 @@ func (o *gnOptimizer) stepDamping(lin Linearization, labels *Node, dir *Directio
 	dtype := dir.Loss.DType()
 	lambda := cfg.scaledLambda(dir.Loss.Graph(), dtype, 1)
 	if !o.c.damping.Adaptive() {
-		return &StepDamping{Lambda: lambda, NextLambda: lambda, Accepted: dir.Finite}
+		return &StepDamping{Damping: lambda, NextDamping: lambda, Accepted: dir.Finite}
 	}
 	predicted, actual, trialLoss := measureStep(lin, labels, dir, alpha, updated, o.c.fgn)
 	rho := gainRatio(predicted, actual)
 	decreased := GreaterOrEqual(actual, ZerosLike(actual))
 	return &StepDamping{
-		Lambda:     lambda,
-		NextLambda: keepUnless(dir.Finite, o.c.damping.Next(lambda, rho), lambda),
-		Predicted:  predicted,
-		Actual:     actual,
-		Rho:        rho,
-		Accepted:   LogicalAnd(dir.Finite, LogicalAnd(IsFinite(trialLoss), decreased)),
+		Damping:     lambda,
+		NextDamping: keepUnless(dir.Finite, o.c.damping.Next(lambda, rho), lambda),
+		Predicted:   predicted,
+		Actual:      actual,
+		Rho:         rho,
+		Accepted:    LogicalAnd(dir.Finite, LogicalAnd(IsFinite(trialLoss), decreased)),
 	}
 }

@@ -39,7 +39,7 @@ func (m *optModel) lmSteps(t *testing.T, opt Optimizer, p *problem, n int) []lmS
 	exec := model.MustNewExec(testBackend, m.store, func(scope *model.Scope, h, labels *Node) []*Node {
 		dir := opt.UpdateGraphWithLinearization(scope, m.lin(h), labels)
 		dd := dir.Damping
-		return []*Node{dir.Loss, dd.Lambda, dd.NextLambda, dd.Predicted, dd.Actual, dd.Rho, flattenVec(dir.D), dd.Accepted}
+		return []*Node{dir.Loss, dd.Damping, dd.NextDamping, dd.Predicted, dd.Actual, dd.Rho, flattenVec(dir.D), dd.Accepted}
 	})
 	steps := make([]lmStep, n)
 	for k := range steps {
@@ -161,10 +161,10 @@ func TestLMAdapts(t *testing.T) {
 				want := s.lambda
 				switch {
 				case !(s.rho >= policy.LowerRho):
-					want = math.Min(s.lambda*policy.Increase, policy.MaxLambda)
+					want = math.Min(s.lambda*policy.Increase, policy.MaxDamping)
 					ups++
 				case s.rho > policy.UpperRho:
-					want = math.Max(s.lambda*policy.Decrease, policy.MinLambda)
+					want = math.Max(s.lambda*policy.Decrease, policy.MinDamping)
 					downs++
 				}
 				if s.next != want {
@@ -206,18 +206,17 @@ func TestLMAdapts(t *testing.T) {
 func TestConstantDampingUnchanged(t *testing.T) {
 	const alpha, lambda = 0.4, 0.6
 	p := newProblem(43, 8, 5, 4, 3, 1)
+	fgnCold := func(lin Linearization, labels *Node, cfg Settings) *Direction {
+		return FGNDirection(lin, labels, nil, cfg)
+	}
 	for _, tc := range []struct {
 		name string
 		opt  *GNConfig
 		mlp  bool
 		dir  func(lin Linearization, labels *Node, cfg Settings) *Direction
 	}{
-		{"FGN affine closed form", FGN(), false, func(lin Linearization, labels *Node, cfg Settings) *Direction {
-			return FGNAffineDirection(lin.(*AffineHead), labels, nil, cfg)
-		}},
-		{"FGN mlp", FGN(), true, func(lin Linearization, labels *Node, cfg Settings) *Direction {
-			return FGNDirection(lin, labels, nil, cfg)
-		}},
+		{"FGN affine closed form", FGN(), false, fgnCold},
+		{"FGN mlp", FGN(), true, fgnCold},
 		{"SGN mlp", SGN(), true, func(lin Linearization, labels *Node, cfg Settings) *Direction {
 			return SGNDirection(lin, labels, nil, cfg)
 		}},
@@ -266,8 +265,8 @@ func TestDampingErrors(t *testing.T) {
 		{SGN().DampingPolicy(lm(func(p *LMDamping) { p.UpperRho = math.Inf(1) })), "ρ thresholds"},
 		{FGN().DampingPolicy(lm(func(p *LMDamping) { p.Increase = 1 })), "increase factor"},
 		{FGN().DampingPolicy(lm(func(p *LMDamping) { p.Decrease = 1 })), "decrease factor"},
-		{FGN().DampingPolicy(lm(func(p *LMDamping) { p.MinLambda = 0 })), "λ bounds"},
-		{FGN().DampingPolicy(lm(func(p *LMDamping) { p.MaxLambda = math.NaN() })), "λ bounds"},
+		{FGN().DampingPolicy(lm(func(p *LMDamping) { p.MinDamping = 0 })), "λ bounds"},
+		{FGN().DampingPolicy(lm(func(p *LMDamping) { p.MaxDamping = math.NaN() })), "λ bounds"},
 		{FGN().Damping(1e7).DampingPolicy(LevenbergMarquardt()), "outside the Levenberg-Marquardt bounds"},
 	} {
 		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {

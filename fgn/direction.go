@@ -39,14 +39,17 @@ type Direction struct {
 //
 //	g = (1/b) Jᵀ r = (1/b) J_zᵀ (p - y),       r_i = p_†^{(i)}      (eqs. 2.11, 3.8),
 //
-// computed with one VJP of the logit map.
+// computed with one VJP of the logit map (Margin.Gradient).
 func LossGradient(lin Linearization, labels *Node) (loss *Node, grad Vec) {
 	m := NewMargin(lin.Logits(), labels)
-	return ReduceAllMean(m.Loss), gradient(lin, m)
+	return ReduceAllMean(m.Loss), m.Gradient(lin)
 }
 
-// gradient returns g = (1/b) Jᵀ p_† for the batch whose margin quantities are m.
-func gradient(lin Linearization, m *Margin) Vec {
+// Gradient returns the gradient g = (1/b) Jᵀ p_† (eqs. 2.11, 3.8) of the mean cross-entropy of
+// the batch whose margin quantities are m, with one VJP of lin, the linearisation of the logits
+// m was computed from. A caller that needs other margin quantities besides the gradient (as
+// LossGradient needs the loss) computes the margin once and calls it.
+func (m *Margin) Gradient(lin Linearization) Vec {
 	b := float64(m.S.Shape().Dim(0))
 	j := MarginJacobian{Lin: lin, GradS: m.GradS}
 	return vecScale(Scalar(m.S.Graph(), m.S.DType(), 1/b), j.VJP(m.PDagger))

@@ -18,12 +18,14 @@
 //   - curvature.go, section 3: the margin Jacobian J (MarginJacobian), the FGN operator in
 //     parameter space (FGNOperator) and in row space (FGNRowOperator); dense.go holds the dense
 //     forms (H_GGN, H_FGN, the dropped term) for checks on small problems.
-//   - rowspace.go, section 4: FGNDirection and FGNAffineDirection, one whitened row-space solve
-//     for both row operators, with CG's stopping rule (cg.go: CG, StoppingRule).
-//   - affine.go, appendix F.2: the affine head's closed-form Grams (FeatureGram,
-//     AffineMarginGram, AffineRowGram); linearize.go: Linearization, Linearize, AffineHead.
+//   - rowspace.go, section 4: FGNDirection, one whitened row-space solve for both row operators,
+//     with CG's stopping rule (cg.go: CG, StoppingRule), and GramLinearization, through which a
+//     model supplies its margin Gram in closed form.
+//   - affine.go, appendix F.2: AffineHead and its closed-form Grams (FeatureGram,
+//     AffineMarginGram, AffineRowGram); linearize.go: Linearization, Linearize.
 //   - sgn.go: the SGN baseline, SGNDirection and GGNOperator.
-//   - direction.go: Direction, the step and its diagnostics, and LossGradient.
+//   - direction.go: Direction, the step and its diagnostics, and the batch gradient
+//     (LossGradient, Margin.Gradient).
 //   - settings.go: Settings, the one settings type, and its defaults (DefaultSettings).
 //   - damping.go: damping policies, ConstantDamping (the paper's) and LevenbergMarquardt.
 //   - optimizer.go, loss.go: FGN and SGN as GoMLX optimizers (optimizer.Interface), with Loss as

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/fgn-paper/fgn/fgn/backend"
+	"github.com/fgn-paper/fgn/internal/graphrun"
 )
 
 var testBackend = backend.MustNew()
@@ -95,39 +96,19 @@ func mlpLogits(h *Node, w Vec) *Node {
 // run compiles and runs fn on the test backend and returns its outputs as flat float64 slices.
 func run(t testing.TB, fn func(in []*Node) []*Node, inputs ...any) [][]float64 {
 	t.Helper()
-	exec, err := NewExec(testBackend, fn)
+	out, err := graphrun.Run(testBackend, fn, inputs...)
 	if err != nil {
-		t.Fatalf("NewExec: %v", err)
+		t.Fatalf("%+v", err)
 	}
-	outs, err := exec.Call(inputs...)
-	if err != nil {
-		t.Fatalf("Call: %+v", err)
-	}
-	res := make([][]float64, len(outs))
-	for i, o := range outs {
-		res[i] = flat64(o)
-	}
-	return res
+	return out
 }
 
+// flat64 returns a tensor's values as a flat float64 slice; it panics on a dtype graphrun.Floats
+// cannot widen.
 func flat64(t *tensors.Tensor) []float64 {
-	switch t.DType() {
-	case dtypes.Float64:
-		return tensors.MustCopyFlatData[float64](t)
-	case dtypes.Float32:
-		return toFloat64(tensors.MustCopyFlatData[float32](t))
-	case dtypes.Int32:
-		return toFloat64(tensors.MustCopyFlatData[int32](t))
-	case dtypes.Int64:
-		return toFloat64(tensors.MustCopyFlatData[int64](t))
-	}
-	panic("flat64: unsupported dtype " + t.DType().String())
-}
-
-func toFloat64[T float32 | int32 | int64](x []T) []float64 {
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = float64(v)
+	out, err := graphrun.Floats(t)
+	if err != nil {
+		panic(err)
 	}
 	return out
 }
@@ -207,3 +188,9 @@ func symEigen(t *testing.T, a []float64, n int) []float64 {
 }
 
 func shapesF32(dims ...int) shapes.Shape { return shapes.Make(dtypes.Float32, dims...) }
+
+// matrixFree returns s with FGN's matrix-free row operator.
+func matrixFree(s Settings) Settings {
+	s.RowOperator = MatrixFree
+	return s
+}

@@ -16,10 +16,11 @@ import (
 type Method int
 
 const (
-	// MethodFGN is FGN with the closed-form Gram of the affine head (FGNAffineDirection).
+	// MethodFGN is FGN with the closed-form Gram of the affine head (FGNDirection with
+	// ClosedFormGram on the AffineHead).
 	MethodFGN Method = iota
 	// MethodFGNMatrixFree is FGN with the matrix-free row operator on the head's exact products
-	// (FGNDirection on the AffineHead).
+	// (FGNDirection with MatrixFree on the AffineHead).
 	MethodFGNMatrixFree
 	// MethodFGNAutodiff is FGN with the matrix-free row operator on autodiff products
 	// (FGNDirection on Linearize of the head's logits).
@@ -61,12 +62,13 @@ type AffineResult struct {
 
 // AffineDirection computes one direction for the affine head z = h W + 1 biasᵀ on backend, from
 // host tensors: features h (b×d), integer labels (b), W (d×C) and bias (C), all floats of one
-// dtype (float32 or float64). Unlike the graph-building functions, it validates its inputs and
-// returns an error naming the problem (labels outside [0,C), C < 2, λ ≤ 0, NaN or Inf, shape or
-// dtype mismatches) instead of panicking.
+// dtype (float32 or float64). The method fixes the row operator, overriding cfg.RowOperator.
+// Unlike the graph-building functions, it validates its inputs and returns an error naming the
+// problem (labels outside [0,C), C < 2, λ ≤ 0, NaN or Inf, shape or dtype mismatches) instead of
+// panicking.
 //
 // It compiles a graph per call: it is meant for one-off use, diagnostics and notebooks. Training
-// loops build FGNAffineDirection and friends into their own compiled step.
+// loops build FGNDirection and friends into their own compiled step.
 func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias *tensors.Tensor, cfg Settings) (*AffineResult, error) {
 	if err := validateAffine(h, labels, w, bias, cfg); err != nil {
 		return nil, err
@@ -89,8 +91,10 @@ func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias 
 			var dir *Direction
 			switch method {
 			case MethodFGN:
-				dir = FGNAffineDirection(head, labels, nil, cfg)
+				cfg.RowOperator = ClosedFormGram
+				dir = FGNDirection(head, labels, nil, cfg)
 			case MethodFGNMatrixFree:
+				cfg.RowOperator = MatrixFree
 				dir = FGNDirection(head, labels, nil, cfg)
 			case MethodFGNAutodiff:
 				dir = FGNDirection(Linearize(head.Logits(), head.Params()), labels, nil, cfg)
@@ -99,7 +103,7 @@ func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias 
 			case MethodGradient:
 				m := NewMargin(head.Logits(), labels)
 				zero := ScalarZero(h.Graph(), h.DType())
-				dir = newDirection(vecScale(Scalar(h.Graph(), h.DType(), -1), gradient(head, m)), m,
+				dir = newDirection(vecScale(Scalar(h.Graph(), h.DType(), -1), m.Gradient(head)), m,
 					CGResult{Iterations: Const(h.Graph(), int32(0)), Residual: zero})
 			}
 			return []*Node{dir.D[0], dir.D[1], ConvertDType(dir.Loss, dtypes.Float64),

@@ -16,7 +16,9 @@ type Vec []*Node
 //
 // Linearize provides it for any model by autodiff and NewAffineHead in closed form for an affine
 // head; a model whose Jacobian products have another closed form implements it and hands it to
-// the optimizers with RecordLinearization (or UpdateGraphWithLinearization).
+// the optimizers with RecordLinearization (or UpdateGraphWithLinearization). It may also
+// implement GramLinearization (a closed-form margin Gram, for FGN's ClosedFormGram row operator)
+// and LogitsEvaluator (the logits at other parameters, for adaptive damping).
 type Linearization interface {
 	// Logits returns z (b×C) at the linearisation point.
 	Logits() *Node
@@ -30,7 +32,9 @@ type Linearization interface {
 
 // whileSafe is implemented by the linearisations of this package whose products may be built
 // inside a GoMLX While body, so that CG runs in an in-graph While loop on them; CG's loop is
-// unrolled for every other linearisation, autodiff products included (see whileLoop).
+// unrolled for every other linearisation, autodiff products included (see whileLoop). FGN's
+// closed-form Gram needs no mark: it is formed before the loop, whose body then holds b×b
+// products only.
 type whileSafe interface {
 	whileSafe()
 }

@@ -58,8 +58,8 @@ type GNConfig struct {
 }
 
 // FGN returns the configuration of the FGN optimizer with the paper's settings (DefaultSettings:
-// α = 0.1, λ = 1, at most 5 CG iterations, tolerance 1e-5, the closed-form Gram on an affine
-// head, no warm start). Its state lives under the store scope "/FGNOptimizer".
+// α = 0.1, λ = 1, at most 5 CG iterations, tolerance 1e-5, the closed-form Gram whenever the
+// linearisation provides one, no warm start). Its state lives under the store scope "/FGNOptimizer".
 func FGN() *GNConfig {
 	return &GNConfig{fgn: true, s: DefaultSettings(), damping: ConstantDamping{}, scopeName: "FGNOptimizer"}
 }
@@ -106,10 +106,11 @@ func (c *GNConfig) CGStoppingRule(rule StoppingRule) *GNConfig { c.s.CG.Stopping
 // meaningful only for a fixed batch size).
 func (c *GNConfig) WarmStart(on bool) *GNConfig { c.s.WarmStart = on; return c }
 
-// RowOperator sets how FGN applies its row operator on an AffineHead: ClosedFormGram (default)
-// forms the b×b Gram once per step (appendix F.2), MatrixFree applies it by one VJP and one JVP
-// of the margin map per CG iteration (eq. 4.8). Other linearisations are always matrix-free; SGN
-// ignores it.
+// RowOperator sets how FGN applies its row operator (see FGNDirection): ClosedFormGram (default)
+// forms the b×b margin Gram once per step when the linearisation provides it in closed form (a
+// GramLinearization such as AffineHead: appendix F.2) and is matrix-free otherwise; MatrixFree
+// applies it by one VJP and one JVP of the margin map per CG iteration (eq. 4.8) on every
+// linearisation. SGN ignores it.
 func (c *GNConfig) RowOperator(op RowOperator) *GNConfig { c.s.RowOperator = op; return c }
 
 // SaturationFloor sets the smallest curvature weight q that is whitened (see Settings).
@@ -203,13 +204,10 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 		cfg.lambdaState = lambda.NodeValue(g)
 	}
 	var dir *Direction
-	switch head, affine := lin.(*AffineHead); {
-	case !o.c.fgn:
-		dir = SGNDirection(lin, labels, x0, cfg)
-	case affine && o.c.s.RowOperator == ClosedFormGram:
-		dir = FGNAffineDirection(head, labels, first(x0), cfg)
-	default:
+	if o.c.fgn {
 		dir = FGNDirection(lin, labels, first(x0), cfg)
+	} else {
+		dir = SGNDirection(lin, labels, x0, cfg)
 	}
 	// The step size is taken as 0 unless the direction is finite. keepUnless below is what
 	// discards a non-finite step (0·NaN is NaN); this makes the scaling α d wait for Finite's
@@ -230,7 +228,7 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 		v.SetNodeValue(keepUnless(dir.Damping.Accepted, updated[k], params[k]))
 	}
 	if lambda != nil {
-		lambda.SetNodeValue(dir.Damping.NextLambda)
+		lambda.SetNodeValue(dir.Damping.NextDamping)
 	}
 	return dir
 }

@@ -36,11 +36,18 @@ func newWhitening(m *Margin, bLambda *Node, floor float64) whitening {
 // FGNDirection returns the damped FGN direction d = −(H_FGN + λI)^{-1} g for a batch, solved in
 // the b-dimensional whitened row space (Algorithm 1): CG on
 //
-//	(K + bλ I) u = r̃,   K = J̃ J̃ᵀ,  J̃ = Q^{1/2} J,  r̃ = Q^{-1/2} r       (eq. 4.6)
+//	(K + bλ I) u = r̃,   K = J̃ J̃ᵀ = Q^{1/2} G Q^{1/2},  G = J Jᵀ,  J̃ = Q^{1/2} J,  r̃ = Q^{-1/2} r   (eq. 4.6)
 //
-// with the matrix-free operator of eq. (4.8), then back-projection d = −J̃ᵀ u (eq. 4.7). CG starts
-// from u0 (b), or from zero when u0 is nil (the paper's FGN: no warm start). Saturated rows are
-// handled as described for the whitening type.
+// then back-projection d = −J̃ᵀ u (eq. 4.7). CG starts from u0 (b), or from zero when u0 is nil
+// (the paper's FGN: no warm start). Saturated rows are handled as described for the whitening
+// type.
+//
+// Row operator. With cfg.RowOperator = ClosedFormGram and a linearisation that forms its margin
+// Gram in closed form (a GramLinearization, e.g. AffineHead: appendix F.2), G is formed once per
+// direction (b×b) and CG iterates on b×b products in an in-graph While loop. Otherwise (MatrixFree,
+// or a linearisation without a closed-form Gram, e.g. Linearize's autodiff) each CG iteration
+// applies G matrix-free by one VJP and one JVP of the margin map (eq. 4.8). Either way one VJP
+// back-projects.
 //
 // Stopping rule. For any row iterate u with residual e = r̃ − (K + bλI)u, the back-projected
 // d = −J̃ᵀu satisfies, since H_FGN = J̃ᵀJ̃/b and g = J̃ᵀr̃/b (eq. 3.8),
@@ -49,7 +56,8 @@ func newWhitening(m *Margin, bLambda *Node, floor float64) whitening {
 //
 // With cfg.CG.StoppingRule = StopParameterResidual (the default) CG stops on this exact
 // parameter-space residual: it evaluates eᵀK e from the operator product each iteration already makes (see
-// solveCG), at the cost of one more operator product when it stops, and ‖Jᵀr‖² with one VJP.
+// solveCG), at the cost of one more operator product when it stops, and ‖Jᵀr‖² = rᵀG r with one
+// VJP (matrix-free) or one b×b product (closed-form Gram).
 // A cheaper proxy, the unwhitened row residual ‖Q^{1/2}e‖ ≤ Tolerance·‖r‖, bounds the parameter
 // residual only up to the condition number of J, which is unbounded on exactly the batches
 // where the whitened test fails; the exact test is kept. With StopWhitenedRowResidual CG stops
@@ -57,59 +65,17 @@ func newWhitening(m *Margin, bLambda *Node, floor float64) whitening {
 // ‖r̃‖ while q_i is tiny, and that test passes after one iteration far from the solution.
 // With saturated rows the same identities hold for the curvature that omits them, with r̃
 // replaced by the right-hand side below.
-//
-// With a generic Linearization each CG iteration costs one VJP and one JVP of the margin map.
-// FGNAffineDirection is the closed-form variant for affine heads.
 func FGNDirection(lin Linearization, labels, u0 *Node, cfg Settings) *Direction {
+	cfg.mustValidateSolve()
 	m := NewMargin(lin.Logits(), labels)
 	j := MarginJacobian{Lin: lin, GradS: m.GradS}
-	return rowSpaceDirection(m, j, matrixFreeGram{j}, u0, cfg, inWhileLoop(lin))
-}
-
-// FGNAffineDirection is FGNDirection for the affine head z = h W + 1 bᵀ using the closed-form
-// margin Gram of appendix F.2: G = AffineMarginGram(h hᵀ + 1, ∇_z s) = J Jᵀ is formed once
-// (b×b×C), CG runs on K = Q^{1/2} G Q^{1/2} in an in-graph While loop, and one VJP back-projects.
-// The feature Gram h hᵀ + 1 is head.FeatureGram when set (frozen features), else computed here.
-// u0 and the stopping rule are as for FGNDirection; here eᵀK e and ‖Jᵀr‖² = rᵀG r cost b×b
-// products only.
-func FGNAffineDirection(head *AffineHead, labels, u0 *Node, cfg Settings) *Direction {
-	m := NewMargin(head.Logits(), labels)
-	featureGram := head.FeatureGram
-	if featureGram == nil {
-		featureGram = FeatureGram(head.H)
+	var gram marginGram = matrixFreeGram{j}
+	inLoop := inWhileLoop(lin)
+	if closed, ok := lin.(GramLinearization); ok && cfg.RowOperator == ClosedFormGram {
+		// G is formed outside CG, whose loop body then holds b×b products only, whatever the
+		// linearisation's own products are built from.
+		gram, inLoop = closedFormGram{closed.MarginGram(m.GradS)}, true
 	}
-	j := MarginJacobian{Lin: head, GradS: m.GradS}
-	return rowSpaceDirection(m, j, closedFormGram{AffineMarginGram(featureGram, m.GradS)}, u0, cfg, true)
-}
-
-// marginGram is the margin Gram G = J Jᵀ (b×b) of a batch, applied in closed form or
-// matrix-free.
-type marginGram interface {
-	// times returns G v for v ∈ R^b.
-	times(v *Node) *Node
-	// normJT returns ‖Jᵀ a‖² = aᵀG a for a ∈ R^b.
-	normJT(a *Node) *Node
-}
-
-// closedFormGram holds G explicitly (appendix F.2).
-type closedFormGram struct{ g *Node }
-
-func (c closedFormGram) times(v *Node) *Node  { return MatMul(c.g, v) }
-func (c closedFormGram) normJT(a *Node) *Node { return ReduceAllSum(Mul(a, c.times(a))) }
-
-// matrixFreeGram applies G = J Jᵀ by one VJP and one JVP of the margin map (eq. 4.8).
-type matrixFreeGram struct{ j MarginJacobian }
-
-func (f matrixFreeGram) times(v *Node) *Node { return f.j.JVP(f.j.VJP(v)) }
-func (f matrixFreeGram) normJT(a *Node) *Node {
-	v := f.j.VJP(a)
-	return vecDot(v, v)
-}
-
-// rowSpaceDirection solves the whitened row system of FGNDirection with the Gram gram and
-// back-projects.
-func rowSpaceDirection(m *Margin, j MarginJacobian, gram marginGram, u0 *Node, cfg Settings, inLoop bool) *Direction {
-	cfg.mustValidateSolve()
 	g := m.S.Graph()
 	dtype := m.S.DType()
 	b := m.S.Shape().Dim(0)
@@ -134,6 +100,45 @@ func rowSpaceDirection(m *Margin, j MarginJacobian, gram marginGram, u0 *Node, c
 	dir := newDirection(d, m, sol)
 	dir.RowRHS = rhs
 	return dir
+}
+
+// GramLinearization is a Linearization that can also form the margin Gram of its batch in closed
+// form, for FGN's ClosedFormGram row operator (FGNDirection). AffineHead implements it
+// (appendix F.2); a model whose Gram has another closed form implements it and hands it to the
+// optimizers with RecordLinearization or UpdateGraphWithLinearization.
+type GramLinearization interface {
+	Linearization
+	// MarginGram returns the unwhitened margin Gram G = J Jᵀ (b×b) of the batch,
+	//
+	//	G_ij = J_i·J_j,      J_i = ∇_z s_iᵀ J_z,i      (eq. 2.9),
+	//
+	// from the logit-space margin gradients gradS = ∇_z s (b×C, Margin.GradS). FGNDirection calls
+	// it once per direction, outside CG's loop.
+	MarginGram(gradS *Node) *Node
+}
+
+// marginGram is the margin Gram G = J Jᵀ (b×b) of a batch, applied in closed form or
+// matrix-free.
+type marginGram interface {
+	// times returns G v for v ∈ R^b.
+	times(v *Node) *Node
+	// normJT returns ‖Jᵀ a‖² = aᵀG a for a ∈ R^b.
+	normJT(a *Node) *Node
+}
+
+// closedFormGram holds G explicitly.
+type closedFormGram struct{ g *Node }
+
+func (c closedFormGram) times(v *Node) *Node  { return MatMul(c.g, v) }
+func (c closedFormGram) normJT(a *Node) *Node { return ReduceAllSum(Mul(a, c.times(a))) }
+
+// matrixFreeGram applies G = J Jᵀ by one VJP and one JVP of the margin map (eq. 4.8).
+type matrixFreeGram struct{ j MarginJacobian }
+
+func (f matrixFreeGram) times(v *Node) *Node { return f.j.JVP(f.j.VJP(v)) }
+func (f matrixFreeGram) normJT(a *Node) *Node {
+	v := f.j.VJP(a)
+	return vecDot(v, v)
 }
 
 // saturatedCoupling returns G δ_R. δ_R is 0 on every row of a batch without saturated rows, and

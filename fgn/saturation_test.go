@@ -37,9 +37,9 @@ func TestSaturatedStep(t *testing.T) {
 		{"generic", func(in []*Node) *Direction {
 			return FGNDirection(Linearize(affineLin(in).Logits(), Vec{in[2], in[3]}), in[1], nil, cfg)
 		}},
-		{"matrix-free", func(in []*Node) *Direction { return FGNDirection(affineLin(in), in[1], nil, cfg) }},
+		{"matrix-free", func(in []*Node) *Direction { return FGNDirection(affineLin(in), in[1], nil, matrixFree(cfg)) }},
 		{"closed form", func(in []*Node) *Direction {
-			return FGNAffineDirection(NewAffineHead(in[0], in[2], in[3]), in[1], nil, cfg)
+			return FGNDirection(affineLin(in), in[1], nil, cfg)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -29,8 +29,7 @@ type Settings struct {
 	Damping float64 `json:"damping" yaml:"damping"`
 	// CG configures the inner solve.
 	CG CGSettings `json:"cg" yaml:"cg"`
-	// RowOperator is how FGN applies its row operator on an AffineHead (other linearisations are
-	// always matrix-free; SGN ignores it).
+	// RowOperator is how FGN applies its row operator (see FGNDirection; SGN ignores it).
 	RowOperator RowOperator `json:"row_operator" yaml:"row_operator"`
 	// WarmStart starts CG from the previous step's solution: the previous direction for SGN, the
 	// previous row-space solution u for FGN (meaningful only for a fixed batch size).
@@ -123,10 +122,14 @@ func (s CGSettings) Validate() error {
 type RowOperator int
 
 const (
-	// ClosedFormGram forms the b×b margin Gram of an AffineHead once per step (appendix F.2) and
-	// iterates on it.
+	// ClosedFormGram forms the b×b margin Gram once per step and iterates on it, when the
+	// linearisation provides the Gram in closed form (GramLinearization: AffineHead, appendix
+	// F.2, or a user's model); on a linearisation without one (Linearize's autodiff) FGN is
+	// matrix-free. It is the default, so that FGN runs on any model and takes the closed form
+	// wherever there is one.
 	ClosedFormGram RowOperator = iota
-	// MatrixFree applies K by one VJP and one JVP of the margin map per CG iteration (eq. 4.8).
+	// MatrixFree applies K by one VJP and one JVP of the margin map per CG iteration (eq. 4.8),
+	// on every linearisation.
 	MatrixFree
 )
 

@@ -34,9 +34,10 @@ func TestEquivalenceLemma(t *testing.T) {
 		{"affine generic", false, func(in []*Node) *Direction {
 			return FGNDirection(Linearize(affineLin(in).Logits(), Vec{in[2], in[3]}), in[1], nil, exactCG)
 		}},
-		{"affine closed form", false, func(in []*Node) *Direction {
-			return FGNAffineDirection(NewAffineHead(in[0], in[2], in[3]), in[1], nil, exactCG)
+		{"affine matrix-free", false, func(in []*Node) *Direction {
+			return FGNDirection(affineLin(in), in[1], nil, matrixFree(exactCG))
 		}},
+		{"affine closed-form Gram", false, func(in []*Node) *Direction { return FGNDirection(affineLin(in), in[1], nil, exactCG) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dn := runDense(t, p, tc.mlp)
@@ -196,7 +197,7 @@ func TestAffineClosedFormMatchesGeneric(t *testing.T) {
 		for i := range p.b {
 			cols[i] = ExpandAxes(op(Reshape(Slice(eye, AxisRange(), AxisElem(i)), p.b)), -1)
 		}
-		closed := FGNAffineDirection(head, in[1], nil, DefaultSettings())
+		closed := FGNDirection(head, in[1], nil, DefaultSettings())
 		gen := FGNDirection(generic, in[1], nil, DefaultSettings())
 		return []*Node{k, Concatenate(cols, 1), flattenVec(closed.D), flattenVec(gen.D), closed.Iterations, gen.Iterations}
 	}, p.affineInputs(dtypes.Float64)...)

@@ -64,9 +64,12 @@ func TestStoppingRuleHardBatches(t *testing.T) {
 		dir  func(in []*Node, cfg Settings) *Direction
 	}{
 		{"closed-form Gram", func(in []*Node, cfg Settings) *Direction {
-			return FGNAffineDirection(NewAffineHead(in[0], in[2], in[3]), in[1], nil, cfg)
+			cfg.RowOperator = ClosedFormGram
+			return FGNDirection(affineLin(in), in[1], nil, cfg)
 		}},
-		{"matrix-free", func(in []*Node, cfg Settings) *Direction { return FGNDirection(affineLin(in), in[1], nil, cfg) }},
+		{"matrix-free", func(in []*Node, cfg Settings) *Direction {
+			return FGNDirection(affineLin(in), in[1], nil, matrixFree(cfg))
+		}},
 		{"matrix-free, autodiff", func(in []*Node, cfg Settings) *Direction {
 			return FGNDirection(Linearize(affineLin(in).Logits(), Vec{in[2], in[3]}), in[1], nil, cfg)
 		}},

@@ -15,7 +15,7 @@ import (
 )
 
 // Flag values that check their range when they are set, so that an invalid value is a usage
-// error naming the flag ("invalid value "0" for flag -lambda: want a finite value > 0"), and
+// error naming the flag ("invalid value "0" for flag -damping: want a finite value > 0"), and
 // whose --help default is the value actually used.
 
 // floatValue is a float64 flag that must be finite and > 0.

@@ -164,7 +164,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		last := tr.Points[len(tr.Points)-1]
 		fmt.Fprintf(stdout, "%-12s %10.4f %10.4f %10.4f %12.3f %10.2f %8.2f %8d %8d %10.3g   → %s\n", m, last.TrainLoss,
 			last.EvalLoss, last.EvalAccuracy, last.OptSeconds, 1e3*last.OptSeconds/float64(last.Step),
-			last.CGIterations, last.SkippedSteps, last.RejectedSteps, last.NextLambda, path)
+			last.CGIterations, last.SkippedSteps, last.RejectedSteps, last.NextDamping, path)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package headopt
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -203,7 +204,9 @@ func (s *Selection) Write(path string) error {
 }
 
 // ReadSelection reads a selection file and returns the chosen hyper-parameters per method,
-// checking that it was made on data with the given tag and covers every method.
+// checking that it was made on data with the given tag and covers every method. A key the
+// format does not have (e.g. alpha or lambda, from a file written in an older format) is an
+// error naming it.
 func ReadSelection(path, dataTag string, methods []method.Method) (map[method.Method]fgn.Settings, *Selection, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -212,6 +215,16 @@ func ReadSelection(path, dataTag string, methods []method.Method) (map[method.Me
 	var s Selection
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, nil, fmt.Errorf("headopt: configuration %s: %w", path, err)
+	}
+	// The file decodes, so a strict decode fails only on a key the format does not have, such as
+	// the alpha and lambda of files written before the chosen hyper-parameters were fgn.Settings.
+	strict := json.NewDecoder(bytes.NewReader(b))
+	strict.DisallowUnknownFields()
+	if err := strict.Decode(&Selection{}); err != nil {
+		return nil, nil, fmt.Errorf("headopt: configuration %s: %w: not a key of the selection file format, which "+
+			"changed: each method's choice is now an fgn.Settings (learning_rate, damping, cg, row_operator, "+
+			"warm_start), where older files had alpha and lambda; rerun \"fgn headopt select\" to write the file anew",
+			path, err)
 	}
 	if s.DataTag != dataTag {
 		return nil, nil, fmt.Errorf("headopt: configuration %s was selected on %q data, this run is on %q", path, s.DataTag, dataTag)

@@ -11,13 +11,12 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
-	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/gomlx/gomlx/ml/train/optimizer"
 
 	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/report"
+	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/internal/progress"
 )
@@ -134,53 +133,17 @@ var StepSampleColumns = []string{"classes", "method", "step", "ms"}
 // the steps did not diverge).
 var StepTimeColumns = []string{"classes", "method", "warmup", "steps", "median_ms", "q1_ms", "q3_ms", "min_ms", "max_ms", "last_loss"}
 
-// stepFunc builds one optimiser step into a compiled graph: it reads the head's parameters from
-// their variables, stores their updated values with SetNodeValue, and returns the batch loss.
-// Adam is GoMLX's optimizer.Adam; SGN and FGN are the fgn optimizers (gnStep).
-type stepFunc func(scope *model.Scope, h, labels *Node, w, bias *model.Variable) *Node
-
-func headOf(h *Node, w, bias *model.Variable) *fgn.AffineHead {
-	return fgn.NewAffineHead(h, w.NodeValue(h.Graph()), bias.NodeValue(h.Graph()))
-}
-
-// adamStep is GoMLX's optimizer.Adam on the mean cross-entropy.
-func adamStep(lr float64) stepFunc {
-	adam := optimizer.Adam().LearningRate(lr).Done()
-	return func(scope *model.Scope, h, labels *Node, w, bias *model.Variable) *Node {
-		loss := ReduceAllMean(fgn.NewMargin(headOf(h, w, bias).Logits(), labels).Loss)
-		adam.UpdateGraph(scope, h.Graph(), loss)
-		return loss
+// StepConfig returns the step of method m that panel (a) times (train.NewStep, the training
+// loop's step): the profile's settings, with SGN warm-started and FGN's row operator fixed by the
+// method (method.DefaultSettings), and Adam's learning rate for Adam, on an affine head with its
+// exact products.
+func (c StepTimeConfig) StepConfig(m method.Method) train.StepConfig {
+	s := c.Settings
+	s.WarmStart = method.DefaultSettings(m).WarmStart
+	if m == method.Adam {
+		s.LearningRate = c.AdamLearningRate
 	}
-}
-
-// gnStep is one step of an fgn.Optimizer (FGN or SGN) on the affine head, whose exact JVP/VJP
-// products both use: the optimizer computes the direction and updates the variables.
-func gnStep(opt fgn.Optimizer) stepFunc {
-	return func(scope *model.Scope, h, labels *Node, w, bias *model.Variable) *Node {
-		return opt.UpdateGraphWithLinearization(scope, headOf(h, w, bias), labels).Loss
-	}
-}
-
-// step returns the step of method m. SGN is warm-started, as in the paper; FGN forms the
-// closed-form row Gram of appendix F.2 (the feature Gram h hᵀ + 1 recomputed at every step);
-// FGN (matrix-free) applies the row operator by head products in every CG iteration (eq. 4.8).
-func (c StepTimeConfig) step(m method.Method) stepFunc {
-	configure := func(o *fgn.GNConfig) fgn.Optimizer {
-		s := c.Settings
-		s.WarmStart = o.Settings().WarmStart
-		s.RowOperator = o.Settings().RowOperator
-		return o.WithSettings(s).Done()
-	}
-	switch m {
-	case method.Adam:
-		return adamStep(c.AdamLearningRate)
-	case method.SGN:
-		return gnStep(configure(fgn.SGN()))
-	case method.FGNMatrixFree:
-		return gnStep(configure(fgn.FGN().RowOperator(fgn.MatrixFree)))
-	default:
-		return gnStep(configure(fgn.FGN()))
-	}
+	return train.StepConfig{Method: m, Settings: s}
 }
 
 // gaussianBatches returns the features x_i ~ N(0, I_d), float32, split into static batches and
@@ -218,11 +181,14 @@ func uniformLabels(backend compute.Backend, c StepTimeConfig, numClasses, numBat
 	return out, nil
 }
 
-// StepTime runs panel (a): for every C and method it compiles one step (logits, direction and
-// parameter update in one graph, parameters as model variables that stay on the device), runs
-// the warm-up steps, then times each of the timed steps from the call until its loss is on the
-// host. Steps cycle over the static batches, one batch per step. Feature generation, transfers,
-// compilation and warm-up are not timed. progressW receives the progress display (io.Discard for none).
+// StepTime runs panel (a): for every C and method it builds the training loop's step
+// (StepConfig, train.NewStep: logits, direction and parameter update in one graph, parameters as
+// model variables that stay on the device), runs the warm-up steps, then times each of the timed
+// steps from the call until its outputs (the loss and the step's diagnostics) are on the host.
+// Steps cycle over the static batches, one batch per step. Feature generation, transfers, the
+// per-batch layouts of the frozen features (hᵀ, and the feature Gram for FGN (closed-form Gram)),
+// compilation and warm-up are not timed. progressW receives the progress display (io.Discard for
+// none).
 //
 // It returns the summary (StepTimeColumns: quantiles of the step times per (C, method)) and the
 // samples (StepSampleColumns: every timed step), from which timing claims are judged with their
@@ -251,9 +217,11 @@ func StepTime(backend compute.Backend, c StepTimeConfig, progressW io.Writer) (s
 	if c.LargeC > 0 {
 		warmLarge = fmt.Sprintf("; C>=%d: %d warm-up, %d timed", c.LargeC, c.LargeWarmup, c.LargeSteps)
 	}
-	t.Comment("steps", fmt.Sprintf("%d warm-up, %d timed per (C, method)%s; a step is timed from the call until its loss is on the host", c.Warmup, c.Steps, warmLarge))
+	t.Comment("steps", fmt.Sprintf("%d warm-up, %d timed per (C, method)%s; a step is timed from the call until its outputs (loss and diagnostics) are on the host", c.Warmup, c.Steps, warmLarge))
 	t.Comment("data", "x_i ~ N(0, I_d) float32, labels uniform on [0, C); features generated and moved to the device before timing")
-	t.Comment("methods", "adam: gomlx optimizer.Adam; sgn: fgn.SGN over fgn.AffineHead (parameter-space CG on the head's JVP/VJP, warm start); fgn: fgn.FGN over fgn.AffineHead (row-space CG on the closed-form affine row Gram, feature Gram recomputed per step); fgn-matrix-free: fgn.FGN with MatrixFree over fgn.AffineHead (row-space CG, one head VJP and JVP per iteration)")
+	t.Comment("methods", "the training loop's step (train.NewStep) over fgn.AffineHead, with h^T and, for fgn, the feature Gram h h^T + 1 laid out once per static batch before timing; "+
+		"adam: gomlx optimizer.Adam on the head's closed-form gradient (fgn.LossGradient, one VJP), skipping non-finite steps; sgn: fgn.SGN (parameter-space CG on the head's JVP/VJP, warm start); "+
+		"fgn: fgn.FGN (row-space CG on the closed-form affine row Gram); fgn-matrix-free: fgn.FGN with MatrixFree (row-space CG, one head VJP and JVP per iteration)")
 
 	loadBefore := report.LoadAverage()
 	for _, numClasses := range c.Classes {
@@ -283,36 +251,36 @@ func StepTime(backend compute.Backend, c StepTimeConfig, progressW io.Writer) (s
 	return t, samples, nil
 }
 
-// timeMethod compiles and runs the steps of one method at C classes and returns the durations
-// of the timed steps in milliseconds and the loss of the last step.
+// timeMethod builds the step of method m at C classes (StepConfig) on the static batches it
+// uses, with the head's parameters zero, and returns the durations of the timed steps in
+// milliseconds and the loss of the last step. The per-batch layouts of the features are computed
+// when the step is built, before any step runs.
 func timeMethod(backend compute.Backend, c StepTimeConfig, m method.Method, numClasses int,
 	features, labels []*tensors.Tensor, bar *progress.Bar) ([]float64, float64, error) {
+	warmup, steps := c.stepsAt(numClasses)
+	used := min(len(features), warmup+steps) // steps k use batch k mod used
 	store := model.NewStore()
 	defer store.Finalize()
 	scope := store.RootScope()
-	w := scope.VariableWithValue("W", tensors.FromShape(shapes.Make(dtypes.Float32, c.Dim, numClasses)))
-	bias := scope.VariableWithValue("bias", tensors.FromShape(shapes.Make(dtypes.Float32, numClasses)))
-	step := c.step(m)
-	exec, err := model.NewExec(backend, store, func(scope *model.Scope, h, y *Node) *Node {
-		return step(scope, h, y, w, bias)
-	})
+	vars := []*model.Variable{
+		scope.VariableWithValue("W", tensors.FromShape(shapes.Make(dtypes.Float32, c.Dim, numClasses))),
+		scope.VariableWithValue("bias", tensors.FromShape(shapes.Make(dtypes.Float32, numClasses))),
+	}
+	step, err := train.NewStep(backend, store, vars, c.StepConfig(m), features[:used], labels[:used])
 	if err != nil {
 		return nil, 0, err
 	}
-	defer exec.Finalize()
-	warmup, steps := c.stepsAt(numClasses)
+	defer step.Finalize()
 	times := make([]float64, 0, steps)
 	loss := math.NaN()
 	for k := range warmup + steps {
-		b := k % len(features)
 		start := time.Now()
-		outs, err := exec.Call(features[b], labels[b])
+		r, err := step.Run(k % used)
 		if err != nil {
 			return nil, 0, err
 		}
-		loss = float64(tensors.ToScalar[float32](outs[0]))
 		elapsed := time.Since(start)
-		outs[0].FinalizeAll()
+		loss = r.Loss
 		if k >= warmup {
 			times = append(times, float64(elapsed.Nanoseconds())/1e6)
 		}

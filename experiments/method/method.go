@@ -9,13 +9,14 @@ import (
 	"github.com/fgn-paper/fgn/fgn"
 )
 
-// Method names an optimizer, in the repository's vocabulary: the curvature (SGN or FGN), FGN's
-// row operator (closed-form Gram or matrix-free) and the linearisation, which the model fixes
-// (an affine head's exact products; autodiff, fgn.LinearizeFunc, for an MLP).
+// Method names an optimizer, in the repository's vocabulary: the curvature (SGN or FGN) and FGN's
+// row operator (closed-form Gram or matrix-free). The third axis, the linearisation, is
+// Linearization.
 type Method string
 
 const (
-	// Adam is GoMLX's Adam (optimizer.Adam), the first-order baseline.
+	// Adam is GoMLX's Adam (optimizer.Adam) on the batch gradient of fgn.LossGradient, the
+	// first-order baseline.
 	Adam Method = "adam"
 	// SGN is the full softmax-GGN baseline (fgn.SGN): parameter-space CG, warm-started.
 	SGN Method = "sgn"
@@ -28,6 +29,29 @@ const (
 	// the affine head's exact products (the ones SGN uses) or an MLP's autodiff products.
 	FGNMatrixFree Method = "fgn-matrix-free"
 )
+
+// Linearization is the vocabulary's third axis: how a step linearises the logits.
+type Linearization int
+
+const (
+	// ExactProducts uses the model's closed-form Jacobian products where it has them: the affine
+	// head's (fgn.AffineHead). A model without them (an MLP) is linearised by autodiff.
+	ExactProducts Linearization = iota
+	// Autodiff linearises the logits by GoMLX autodiff (fgn.LinearizeFunc) even where closed forms
+	// exist, as for any GoMLX model: "FGN (matrix-free, autodiff)" on an affine head.
+	Autodiff
+)
+
+// String returns "exact head products" or "autodiff".
+func (l Linearization) String() string {
+	switch l {
+	case ExactProducts:
+		return "exact head products"
+	case Autodiff:
+		return "autodiff"
+	}
+	return fmt.Sprintf("Linearization(%d)", int(l))
+}
 
 // Methods lists the methods in the order the experiments report them.
 var Methods = []Method{Adam, SGN, FGN, FGNMatrixFree}

@@ -8,6 +8,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/fgn"
 )
 
@@ -60,21 +61,36 @@ func (m Model) initialize(scope *model.Scope, dim, classes int, seed uint64) []*
 	return vars
 }
 
-// linearize returns the logits of x under the variables' current values, linearised: the
-// AffineHead (exact closed-form products) for the affine model, autodiff closures of the model
-// function (fgn.LinearizeFunc, which also evaluates the trial logits adaptive damping needs) for
-// the MLP.
-func (m Model) linearize(vars []*model.Variable, x *Node) fgn.Linearization {
+// linearize returns the logits of x under the variables' current values, linearised: an affine
+// head's exact closed-form products (fgn.AffineHead), or autodiff closures of the model function
+// (fgn.LinearizeFunc, which also evaluates the trial logits adaptive damping needs) for an MLP
+// and whenever lin is method.Autodiff. ht and featureGram, when not nil, are hᵀ and h hᵀ + 1 of
+// the features x laid out beforehand, for the affine head to use (see fgn.AffineHead).
+func (m Model) linearize(vars []*model.Variable, x *Node, lin method.Linearization, ht, featureGram *Node) fgn.Linearization {
 	g := x.Graph()
 	p := make(fgn.Vec, len(vars))
 	for k, v := range vars {
 		p[k] = v.NodeValue(g)
 	}
-	if m.Hidden == 0 {
-		return fgn.NewAffineHead(x, p[0], p[1])
+	if m.Hidden == 0 && lin == method.ExactProducts {
+		head := fgn.NewAffineHead(x, p[0], p[1])
+		if ht != nil {
+			head.HT = ht
+		}
+		head.FeatureGram = featureGram
+		return head
 	}
-	return fgn.LinearizeFunc(func(w fgn.Vec) *Node {
-		hidden := Tanh(Add(MatMul(x, w[0]), ExpandAxes(w[1], 0)))
-		return Add(MatMul(hidden, w[2]), ExpandAxes(w[3], 0))
-	}, p)
+	return fgn.LinearizeFunc(func(w fgn.Vec) *Node { return m.logits(x, w) }, p)
+}
+
+// logits returns the model's logits of x for the parameters w, in the order of layers: the
+// affine layers with tanh between them.
+func (m Model) logits(x *Node, w fgn.Vec) *Node {
+	for k := 0; k < len(w); k += 2 {
+		if k > 0 {
+			x = Tanh(x)
+		}
+		x = Add(MatMul(x, w[k]), ExpandAxes(w[k+1], 0))
+	}
+	return x
 }

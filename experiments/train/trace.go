@@ -52,7 +52,7 @@ func (t *Trace) Table() *report.Table {
 	for _, p := range t.Points {
 		tab.Add(p.Step, p.Epoch, p.OptSeconds, float32(p.TrainLoss), float32(p.EvalLoss), float32(p.EvalAccuracy),
 			p.CGIterations, float32(p.CGResidual), float32(p.MeanPDagger), float32(p.MeanXi), p.SkippedSteps,
-			float32(p.Lambda), float32(p.NextLambda), float32(p.Rho), float32(p.PredictedDecrease),
+			float32(p.Damping), float32(p.NextDamping), float32(p.Rho), float32(p.PredictedDecrease),
 			float32(p.ActualDecrease), p.StepAccepted, p.RejectedSteps)
 	}
 	return tab
@@ -80,8 +80,8 @@ func PointsFromTable(tab *report.Table) ([]Point, error) {
 		}
 		points[i] = Point{Step: int(step), Epoch: cols[1][i], OptSeconds: cols[2][i], TrainLoss: cols[3][i],
 			EvalLoss: cols[4][i], EvalAccuracy: cols[5][i], CGIterations: cols[6][i], CGResidual: cols[7][i],
-			MeanPDagger: cols[8][i], MeanXi: cols[9][i], SkippedSteps: int(cols[10][i]), Lambda: cols[11][i],
-			NextLambda: cols[12][i], Rho: cols[13][i], PredictedDecrease: cols[14][i], ActualDecrease: cols[15][i],
+			MeanPDagger: cols[8][i], MeanXi: cols[9][i], SkippedSteps: int(cols[10][i]), Damping: cols[11][i],
+			NextDamping: cols[12][i], Rho: cols[13][i], PredictedDecrease: cols[14][i], ActualDecrease: cols[15][i],
 			StepAccepted: cols[16][i], RejectedSteps: int(cols[17][i])}
 	}
 	return points, nil

@@ -224,7 +224,7 @@ func TestTraceTableRoundTrip(t *testing.T) {
 	}
 	// NaN ≠ NaN: compare the formatted rows instead.
 	if !reflect.DeepEqual(tab.Rows, tr.Table().Rows) || len(pts) != len(tr.Points) || pts[2].TrainLoss != tr.Points[2].TrainLoss ||
-		pts[2].Rho != tr.Points[2].Rho || pts[2].NextLambda != tr.Points[2].NextLambda || pts[2].StepAccepted != 1 {
+		pts[2].Rho != tr.Points[2].Rho || pts[2].NextDamping != tr.Points[2].NextDamping || pts[2].StepAccepted != 1 {
 		t.Errorf("trace did not round-trip: %+v vs %+v", pts, tr.Points)
 	}
 	if m, _ := tab.Lookup("method"); m != "sgn" {
@@ -312,12 +312,12 @@ func TestDampingTelemetry(t *testing.T) {
 				first, last := tr.Points[0], tr.Points[len(tr.Points)-1]
 				lambdas := map[float64]bool{}
 				for _, p := range tr.Points[1:] {
-					lambdas[p.Lambda] = true
-					if !lm && (p.Lambda != 1 || p.NextLambda != 1 || !math.IsNaN(p.Rho) || !math.IsNaN(p.PredictedDecrease) ||
+					lambdas[p.Damping] = true
+					if !lm && (p.Damping != 1 || p.NextDamping != 1 || !math.IsNaN(p.Rho) || !math.IsNaN(p.PredictedDecrease) ||
 						p.StepAccepted != 1 || p.RejectedSteps != 0) {
 						t.Errorf("%s %s constant damping: point %+v", meth, m, p)
 					}
-					if lm && (!(p.PredictedDecrease > -math.MaxFloat64) || math.IsNaN(p.ActualDecrease) || !(p.Lambda > 0)) {
+					if lm && (!(p.PredictedDecrease > -math.MaxFloat64) || math.IsNaN(p.ActualDecrease) || !(p.Damping > 0)) {
 						t.Errorf("%s %s LM: point %+v has non-finite telemetry", meth, m, p)
 					}
 				}
@@ -329,7 +329,7 @@ func TestDampingTelemetry(t *testing.T) {
 					t.Errorf("%s %s %s: training loss %.4f → %.4f", meth, m, policy, first.TrainLoss, last.TrainLoss)
 				}
 				t.Logf("%s %s %s: train loss %.4f → %.4f, λ %g → %g, %d rejected of %d steps", meth, m, policy,
-					first.TrainLoss, last.TrainLoss, cfg.Settings.Damping, last.NextLambda,
+					first.TrainLoss, last.TrainLoss, cfg.Settings.Damping, last.NextDamping,
 					last.RejectedSteps, last.Step)
 			}
 		}

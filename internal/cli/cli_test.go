@@ -17,7 +17,7 @@ func TestExit(t *testing.T) {
 		{nil, 0, ""},
 		{flag.ErrHelp, 0, ""},
 		{fmt.Errorf("parse: %w", flag.ErrHelp), 0, ""},
-		{Usagef("--lambda %g: want > 0", 0.0), 2, "fgn: --lambda 0: want > 0\n"},
+		{Usagef("--damping %g: want > 0", 0.0), 2, "fgn: --damping 0: want > 0\n"},
 		{fmt.Errorf("train: %w", ConfigError{errors.New("GOMLX_BACKEND=\"bogus\"")}), 2, "fgn: train: GOMLX_BACKEND=\"bogus\"\n"},
 		{errors.New("claim failed"), 1, "fgn: claim failed\n"},
 	} {

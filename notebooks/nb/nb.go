@@ -12,12 +12,12 @@ import (
 	"os"
 
 	"github.com/gomlx/compute"
-	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/fgn-paper/fgn/fgn/backend"
+	"github.com/fgn-paper/fgn/internal/graphrun"
 )
 
 // FailedPrefix starts the line Check prints for a failed check; the notebook CI also looks for it.
@@ -59,39 +59,15 @@ func Backend() compute.Backend {
 }
 
 // Run compiles fn on b, calls it with inputs and returns its outputs as float64 slices
-// (float32 and int32 outputs are widened). It fails the cell on any error.
+// (graphrun.Run: float32 and integer outputs are widened). It fails the cell on any error.
 func Run[F graph.ExecGraphFn](b compute.Backend, fn F, inputs ...any) [][]float64 {
-	exec := Must(graph.NewExec(b, fn))
-	outs := Must(exec.Call(inputs...))
-	res := make([][]float64, len(outs))
-	for i, o := range outs {
-		res[i] = Floats(o)
-	}
-	return res
+	return Must(graphrun.Run(b, fn, inputs...))
 }
 
-// Floats returns the tensor's values as a flat float64 slice.
+// Floats returns the tensor's values as a flat float64 slice (graphrun.Floats), or fails the
+// cell on a dtype it cannot widen.
 func Floats(t *tensors.Tensor) []float64 {
-	switch t.DType() {
-	case dtypes.Float64:
-		return tensors.MustCopyFlatData[float64](t)
-	case dtypes.Float32:
-		return widen(tensors.MustCopyFlatData[float32](t))
-	case dtypes.Int32:
-		return widen(tensors.MustCopyFlatData[int32](t))
-	case dtypes.Int64:
-		return widen(tensors.MustCopyFlatData[int64](t))
-	}
-	Require(false, "nb.Floats: unsupported dtype %s", t.DType())
-	return nil
-}
-
-func widen[T float32 | int32 | int64](v []T) []float64 {
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = float64(x)
-	}
-	return out
+	return Must(graphrun.Floats(t))
 }
 
 // RelErr returns ‖a−b‖₂ / ‖b‖₂ (‖a−b‖₂ when b = 0); +Inf when the lengths differ.

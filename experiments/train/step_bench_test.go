@@ -1,0 +1,147 @@
+package train_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"runtime/metrics"
+	"testing"
+	"time"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+
+	"github.com/fgn-paper/fgn/experiments/mechanism"
+	"github.com/fgn-paper/fgn/experiments/method"
+	"github.com/fgn-paper/fgn/experiments/train"
+	"github.com/fgn-paper/fgn/fgn/backend"
+)
+
+var benchBackend = backend.MustNew()
+
+// benchSteps are the steps the step benchmarks time, by benchmark name: Adam on the head's
+// closed-form gradient; SGN (parameter-space CG on the full softmax GGN, warm-started); FGN
+// (closed-form Gram, appendix F.2); FGN (matrix-free) through the head's exact JVP/VJP (eq. 4.8);
+// and FGN (matrix-free, autodiff) through autodiff products.
+var benchSteps = []struct {
+	name string
+	m    method.Method
+	lin  method.Linearization
+}{
+	{"Adam", method.Adam, method.ExactProducts},
+	{"SGN", method.SGN, method.ExactProducts},
+	{"FGN", method.FGN, method.ExactProducts},
+	{"FGNMatrixFree", method.FGNMatrixFree, method.ExactProducts},
+	{"FGNAutodiff", method.FGNMatrixFree, method.Autodiff},
+}
+
+// BenchmarkStep times the step of Figure 1(a) (train.NewStep, the training loop's step, with
+// the hyper-parameters of mechanism.StepTimeConfig.StepConfig) on a linear softmax head at the
+// figure's shape: b=512, d=2048, C ∈ {16, 256, 4096}, float32, on the default backend (run it in
+// the SIMD build: GOEXPERIMENT=simd go test -run '^$' -bench Step ./experiments/train). Each
+// step computes the logits, the direction and the parameter update inside one compiled graph;
+// the parameters stay on the device between steps and hᵀ and the feature Gram h hᵀ + 1 are laid
+// out once per batch, as in training on frozen features. It reports ms/step, MiB allocated on
+// the Go heap per step, and the peak of the Go heap during the timed steps (parameters, batch,
+// optimiser state and every temporary, including garbage not yet collected) in MiB and as a
+// multiple of parameters + batch.
+func BenchmarkStep(b *testing.B) {
+	for _, numClasses := range []int{16, 256, 4096} {
+		for _, s := range benchSteps {
+			b.Run(fmt.Sprintf("C=%d/%s", numClasses, s.name), func(b *testing.B) {
+				benchmarkStep(b, s.m, s.lin, 512, 2048, numClasses)
+			})
+		}
+	}
+}
+
+// BenchmarkStepCars196 is BenchmarkStep at the shape of the paper's Cars196 head: b=128,
+// d=2048, C=196.
+func BenchmarkStepCars196(b *testing.B) {
+	for _, s := range benchSteps {
+		b.Run(s.name, func(b *testing.B) { benchmarkStep(b, s.m, s.lin, 128, 2048, 196) })
+	}
+}
+
+func benchmarkStep(b *testing.B, m method.Method, lin method.Linearization, batch, dim, numClasses int) {
+	profile, err := mechanism.StepTimeProfile("full")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := profile.StepConfig(m)
+	cfg.Linearization = lin
+	runtime.GC()
+	baseline := heapBytes()
+	rng := rand.New(rand.NewPCG(1, 2))
+	hData := make([]float32, batch*dim)
+	for i := range hData {
+		hData[i] = float32(rng.NormFloat64())
+	}
+	labelData := make([]int32, batch)
+	for i := range labelData {
+		labelData[i] = int32(rng.IntN(numClasses))
+	}
+	h := tensors.FromFlatDataAndDimensions(hData, batch, dim)
+	labels := tensors.FromValue(labelData)
+
+	store := model.NewStore()
+	scope := store.RootScope()
+	vars := []*model.Variable{
+		scope.VariableWithValue("W", tensors.FromShape(shapes.Make(dtypes.Float32, dim, numClasses))),
+		scope.VariableWithValue("bias", tensors.FromShape(shapes.Make(dtypes.Float32, numClasses))),
+	}
+	step, err := train.NewStep(benchBackend, store, vars, cfg, []*tensors.Tensor{h}, []*tensors.Tensor{labels})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer step.Finalize()
+	if _, err := step.Run(0); err != nil { // warm up
+		b.Fatal(err)
+	}
+
+	peak := make(chan uint64)
+	stop := make(chan struct{})
+	go samplePeakHeap(stop, peak)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	for range b.N {
+		if _, err := step.Run(0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+	close(stop)
+	peakBytes := float64(<-peak) - float64(baseline)
+	paramsAndBatch := float64(4 * (dim*numClasses + numClasses + batch*dim + batch))
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/step")
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/(1<<20), "MiB-alloc/step")
+	b.ReportMetric(peakBytes/(1<<20), "MiB-peak")
+	b.ReportMetric(peakBytes/paramsAndBatch, "peak/(params+batch)")
+}
+
+// heapBytes returns the bytes of live and not-yet-collected heap objects.
+func heapBytes() uint64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
+}
+
+// samplePeakHeap samples heapBytes every 200µs until stop is closed, then sends the largest.
+func samplePeakHeap(stop <-chan struct{}, peak chan<- uint64) {
+	var largest uint64
+	ticker := time.NewTicker(200 * time.Microsecond)
+	defer ticker.Stop()
+	for {
+		largest = max(largest, heapBytes())
+		select {
+		case <-stop:
+			peak <- largest
+			return
+		case <-ticker.C:
+		}
+	}
+}

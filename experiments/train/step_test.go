@@ -1,0 +1,185 @@
+package train
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+
+	"github.com/fgn-paper/fgn/experiments/method"
+	"github.com/fgn-paper/fgn/fgn"
+)
+
+// referenceStep builds, for the model variables vars, the step that the step builder must
+// reproduce, from the library and GoMLX directly and without precomputed layouts: GoMLX's
+// optimizer.Adam differentiating the mean cross-entropy by autodiff, and the fgn optimizers on a
+// linearisation built in the graph (fgn.NewAffineHead with its own hᵀ and feature Gram, or
+// fgn.Linearize of the model's logits). It returns the batch loss.
+func referenceStep(cfg StepConfig, vars []*model.Variable) func(scope *model.Scope, x, y *Node) *Node {
+	var adam optimizer.Interface
+	var gn fgn.Optimizer
+	cfg = cfg.resolved()
+	switch cfg.Method {
+	case method.Adam:
+		adam = optimizer.Adam().LearningRate(cfg.Settings.LearningRate).Done()
+	case method.SGN:
+		gn = fgn.SGN().WithSettings(cfg.Settings).DampingPolicy(cfg.DampingPolicy).Done()
+	default:
+		gn = fgn.FGN().WithSettings(cfg.Settings).DampingPolicy(cfg.DampingPolicy).Done()
+	}
+	return func(scope *model.Scope, x, y *Node) *Node {
+		g := x.Graph()
+		p := make(fgn.Vec, len(vars))
+		for k, v := range vars {
+			p[k] = v.NodeValue(g)
+		}
+		var logits *Node
+		if cfg.Model.Hidden == 0 {
+			logits = Add(MatMul(x, p[0]), ExpandAxes(p[1], 0))
+		} else {
+			logits = Add(MatMul(Tanh(Add(MatMul(x, p[0]), ExpandAxes(p[1], 0))), p[2]), ExpandAxes(p[3], 0))
+		}
+		if adam != nil {
+			loss := ReduceAllMean(fgn.NewMargin(logits, y).Loss)
+			adam.UpdateGraph(scope, g, loss)
+			return loss
+		}
+		var lin fgn.Linearization = fgn.Linearize(logits, p)
+		if cfg.Model.Hidden == 0 && cfg.Linearization == method.ExactProducts {
+			lin = fgn.NewAffineHead(x, p[0], p[1])
+		}
+		return gn.UpdateGraphWithLinearization(scope, lin, y).Loss
+	}
+}
+
+// TestStepMatchesReference runs a few steps of every method, linearisation and model with the
+// step builder and with referenceStep from the same initialisation on the same batches, and
+// compares the batch losses and the final parameters. Adam's closed-form gradient and the
+// precomputed layouts change only the rounding.
+func TestStepMatchesReference(t *testing.T) {
+	const steps, tol = 6, 1e-5
+	trainSet, _ := problem(t, 48, 6, 4)
+	batches, err := StaticBatches(trainSet.N, 16, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs, ys := make([]*tensors.Tensor, len(batches)), make([]*tensors.Tensor, len(batches))
+	for k, idx := range batches {
+		xs[k], ys[k] = gather(trainSet, idx)
+	}
+	affine, mlp := Model{}, Model{Hidden: 5}
+	for _, tc := range []struct {
+		m      method.Method
+		lin    method.Linearization
+		model  Model
+		policy fgn.DampingPolicy
+	}{
+		{method.Adam, method.ExactProducts, affine, nil},
+		{method.Adam, method.Autodiff, affine, nil},
+		{method.Adam, method.ExactProducts, mlp, nil},
+		{method.SGN, method.ExactProducts, affine, nil},
+		{method.SGN, method.Autodiff, affine, nil},
+		{method.SGN, method.ExactProducts, mlp, nil},
+		{method.SGN, method.ExactProducts, affine, fgn.LevenbergMarquardt()},
+		{method.FGN, method.ExactProducts, affine, nil},
+		{method.FGN, method.ExactProducts, affine, fgn.LevenbergMarquardt()},
+		{method.FGNMatrixFree, method.ExactProducts, affine, nil},
+		{method.FGNMatrixFree, method.Autodiff, affine, nil},
+		{method.FGNMatrixFree, method.ExactProducts, mlp, nil},
+	} {
+		cfg := StepConfig{Method: tc.m, Linearization: tc.lin, Model: tc.model, Settings: method.DefaultSettings(tc.m),
+			DampingPolicy: tc.policy}
+		if tc.m == method.Adam {
+			cfg.Settings.LearningRate = 0.05
+		}
+		name := string(tc.m) + "/" + tc.lin.String() + "/" + tc.model.String()
+		if tc.policy != nil {
+			name += "/" + tc.policy.String()
+		}
+		t.Run(name, func(t *testing.T) {
+			store := model.NewStore()
+			vars := tc.model.initialize(store.RootScope().In("model"), trainSet.D, 4, 11)
+			step, err := NewStep(testBackend, store, vars, cfg, xs, ys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer step.Finalize()
+			refStore := model.NewStore()
+			refVars := tc.model.initialize(refStore.RootScope().In("model"), trainSet.D, 4, 11)
+			ref := model.MustNewExec(testBackend, refStore, referenceStep(cfg, refVars))
+			for s := range steps {
+				k := s % len(xs)
+				got, err := step.Run(k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := float64(tensors.ToScalar[float32](ref.MustCall(xs[k], ys[k])[0]))
+				if e := math.Abs(got.Loss-want) / math.Max(1, math.Abs(want)); !(e <= tol) || !got.Finite || !got.Accepted {
+					t.Errorf("step %d: loss %g, reference %g: error %.2g (tolerance %.2g); finite %v, accepted %v",
+						s+1, got.Loss, want, e, tol, got.Finite, got.Accepted)
+				}
+			}
+			for k, v := range vars {
+				got, want := tensors.MustCopyFlatData[float32](v.MustValue()), tensors.MustCopyFlatData[float32](refVars[k].MustValue())
+				var diff, scale float64
+				for i := range got {
+					diff = math.Max(diff, math.Abs(float64(got[i])-float64(want[i])))
+					scale = math.Max(scale, math.Abs(float64(want[i])))
+				}
+				if e := diff / math.Max(1, scale); !(e <= tol) {
+					t.Errorf("%s after %d steps: error %.2g (tolerance %.2g)", v.Name(), steps, e, tol)
+				}
+			}
+		})
+	}
+}
+
+func TestStepErrors(t *testing.T) {
+	trainSet, _ := problem(t, 16, 3, 3)
+	x, y := gather(trainSet, nil)
+	ok := StepConfig{Method: method.FGN, Settings: method.DefaultSettings(method.FGN)}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*StepConfig)
+		ys     []*tensors.Tensor
+		want   string
+	}{
+		{"unknown method", func(c *StepConfig) { c.Method = "newton" }, nil, `unknown method "newton"`},
+		{"unknown linearisation", func(c *StepConfig) { c.Linearization = 7 }, nil, "unknown linearisation Linearization(7)"},
+		{"bad settings", func(c *StepConfig) { c.Settings.Damping = 0 }, nil, "damping λ"},
+		{"negative width", func(c *StepConfig) { c.Model.Hidden = -1 }, nil, "hidden width must be ≥ 0"},
+		{"closed-form Gram on an MLP", func(c *StepConfig) { c.Model.Hidden = 3 }, nil, "use fgn-matrix-free"},
+		{"closed-form Gram by autodiff", func(c *StepConfig) { c.Linearization = method.Autodiff }, nil,
+			"needs an affine head's exact products, not autodiff: use fgn-matrix-free"},
+		{"labels missing", func(c *StepConfig) {}, []*tensors.Tensor{}, "got 1 and 0"},
+	} {
+		cfg := ok
+		tc.mutate(&cfg)
+		ys := tc.ys
+		if ys == nil {
+			ys = []*tensors.Tensor{y}
+		}
+		store := model.NewStore()
+		vars := Model{}.initialize(store.RootScope(), trainSet.D, 3, 1)
+		_, err := NewStep(testBackend, store, vars, cfg, []*tensors.Tensor{x}, ys)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+	store := model.NewStore()
+	step, err := NewStep(testBackend, store, Model{}.initialize(store.RootScope(), trainSet.D, 3, 1), ok,
+		[]*tensors.Tensor{x}, []*tensors.Tensor{y})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer step.Finalize()
+	for _, k := range []int{-1, 1} {
+		if _, err := step.Run(k); err == nil || !strings.Contains(err.Error(), "out of range [0, 1)") {
+			t.Errorf("Run(%d) on 1 batch: error %v, want one saying the batch is out of range", k, err)
+		}
+	}
+}

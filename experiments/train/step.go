@@ -275,10 +275,7 @@ func guardedAdamUpdate(scope *model.Scope, adam optimizer.Interface, vars []*mod
 		all = append(all, v)
 		before = append(before, v.NodeValue(g))
 	}
-	finite := IsFinite(loss)
-	for _, x := range grad {
-		finite = LogicalAnd(finite, IsFinite(ReduceAllSum(x)))
-	}
+	finite := LogicalAnd(IsFinite(loss), fgn.AllFinite(grad))
 	// Adam takes the gradients in the order in which it visits the trainable variables it steps.
 	gradOf := make(map[*model.Variable]*Node, len(vars))
 	for k, v := range vars {
@@ -296,17 +293,21 @@ func guardedAdamUpdate(scope *model.Scope, adam optimizer.Interface, vars []*mod
 	}
 	adam.(gradientsUpdater).UpdateGraphWithGradients(scope, ordered, loss.DType())
 	var changed []int
+	var changedFloats fgn.Vec
 	for k, v := range all {
 		if v.ChangedInGraph(g) {
 			changed = append(changed, k)
 			if v.DType().IsFloat() {
-				finite = LogicalAnd(finite, IsFinite(ReduceAllSum(v.NodeValue(g))))
+				changedFloats = append(changedFloats, v.NodeValue(g))
 			}
 		}
 	}
+	if len(changedFloats) > 0 {
+		finite = LogicalAnd(finite, fgn.AllFinite(changedFloats))
+	}
 	for _, k := range changed {
-		updated := all[k].NodeValue(g)
-		all[k].SetNodeValue(Where(BroadcastToDims(finite, updated.Shape().Dimensions...), updated, before[k]))
+		// A scalar condition selects whole operands (no mask the size of the variable).
+		all[k].SetNodeValue(Where(finite, all[k].NodeValue(g), before[k]))
 	}
 	return finite
 }

@@ -260,9 +260,14 @@ func adamStep(scope *model.Scope, adam optimizer.Interface, vars []*model.Variab
 }
 
 // guardedAdamUpdate builds Adam's update of the model variables vars with their gradients grad
-// (in the order of vars), such that a step whose loss, gradient or updated values (parameters and
-// moments) are not finite leaves every variable of the store unchanged (FGN and SGN do the same
-// by themselves, see fgn.Direction.Finite). It returns that condition (a boolean scalar).
+// (in the order of vars), such that a step whose loss, gradient or updated parameters are not
+// finite leaves every variable of the store unchanged (FGN and SGN do the same by themselves, see
+// fgn.Direction.Finite). It returns that condition (a boolean scalar).
+//
+// The moments need no test of their own: the gradient passes only when ‖g‖² is finite, so every
+// g_i² is, and with finite moments before the step m ← β₁m + (1−β₁)g and v ← β₂v + (1−β₂)g² are
+// finite after it. The test therefore reads the gradient and the updated parameters once each,
+// and the selection of old or new values is on a scalar (no mask the size of the parameters).
 //
 // Adam creates its state variables (moments, step counters) the first time its update is built;
 // NewStep builds it once into a throwaway graph first (materializeState), so that they are in
@@ -277,7 +282,7 @@ func guardedAdamUpdate(scope *model.Scope, adam optimizer.Interface, vars []*mod
 	}
 	finite := IsFinite(loss)
 	for _, x := range grad {
-		finite = LogicalAnd(finite, IsFinite(ReduceAllSum(x)))
+		finite = LogicalAnd(finite, IsFinite(ReduceAllSum(Square(x))))
 	}
 	// Adam takes the gradients in the order in which it visits the trainable variables it steps.
 	gradOf := make(map[*model.Variable]*Node, len(vars))
@@ -295,18 +300,13 @@ func guardedAdamUpdate(scope *model.Scope, adam optimizer.Interface, vars []*mod
 		}
 	}
 	adam.(gradientsUpdater).UpdateGraphWithGradients(scope, ordered, loss.DType())
-	var changed []int
+	for _, v := range vars {
+		finite = LogicalAnd(finite, IsFinite(ReduceAllSum(v.NodeValue(g))))
+	}
 	for k, v := range all {
 		if v.ChangedInGraph(g) {
-			changed = append(changed, k)
-			if v.DType().IsFloat() {
-				finite = LogicalAnd(finite, IsFinite(ReduceAllSum(v.NodeValue(g))))
-			}
+			v.SetNodeValue(Where(finite, v.NodeValue(g), before[k]))
 		}
-	}
-	for _, k := range changed {
-		updated := all[k].NodeValue(g)
-		all[k].SetNodeValue(Where(BroadcastToDims(finite, updated.Shape().Dimensions...), updated, before[k]))
 	}
 	return finite
 }

@@ -240,7 +240,7 @@ func gnStep(scope *model.Scope, gn fgn.Optimizer, lin fgn.Linearization, labels 
 		return x
 	}
 	return []*Node{dir.Loss, ConvertDType(dir.Iterations, dir.Loss.DType()), dir.Residual, dir.MeanPDagger,
-		dir.MeanXi, dd.Damping, dd.NextDamping, orNaN(dd.Predicted), orNaN(dd.Actual), orNaN(dd.Rho), dir.Finite,
+		dir.MeanXi, dd.Used, dd.Next, orNaN(dd.Predicted), orNaN(dd.Actual), orNaN(dd.Rho), dir.Finite,
 		dd.Accepted}
 }
 

@@ -24,7 +24,9 @@ Figure 1(a)'s step):
     FGN            row-space CG on the closed-form whitened row Gram (appendix F.2), the feature
                    Gram h hᵀ + 1 computed once per batch, one back-projection
     FGNMatrixFree  row-space CG applying the row operator by one head VJP and JVP (eq. 4.8)
-Both FGN variants whiten rows with q ≥ ε² and solve saturated rows unwhitened, as fgn.FGNDirection.
+Both FGN variants whiten rows with q ≥ ε² and solve saturated rows unwhitened, as fgn.FGNDirection,
+and stop CG on the whitened row residual ‖e‖ ≤ tol·‖r̃‖, the paper's rule, which Figure 1(a) and
+BenchmarkStep use (fgn.StopWhitenedRowResidual).
 The Go steps also skip a step that is not finite (the training loop's guard); these do not.
 
 On processors where the environment sets OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (to work around

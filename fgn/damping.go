@@ -136,8 +136,8 @@ func ParseDampingPolicy(s string) (DampingPolicy, error) {
 // StepDamping is the damping telemetry of one optimizer step (scalars in the loss's dtype,
 // Accepted boolean).
 type StepDamping struct {
-	// Damping is the λ the direction was solved with, NextDamping the λ of the next step.
-	Damping, NextDamping *Node
+	// Used is the damping λ the direction was solved with, Next the λ of the next step.
+	Used, Next *Node
 	// Predicted and Actual are the decreases m(0) − m(s) and L(w) − L(w + s) of DampingPolicy,
 	// Rho their ratio; nil for a policy that is not adaptive.
 	Predicted, Actual, Rho *Node
@@ -275,17 +275,17 @@ func (o *gnOptimizer) stepDamping(lin Linearization, labels *Node, dir *Directio
 	dtype := dir.Loss.DType()
 	lambda := cfg.scaledLambda(dir.Loss.Graph(), dtype, 1)
 	if !o.c.damping.Adaptive() {
-		return &StepDamping{Damping: lambda, NextDamping: lambda, Accepted: dir.Finite}
+		return &StepDamping{Used: lambda, Next: lambda, Accepted: dir.Finite}
 	}
 	predicted, actual, trialLoss := measureStep(lin, labels, dir, alpha, updated, o.c.fgn)
 	rho := gainRatio(predicted, actual)
 	decreased := GreaterOrEqual(actual, ZerosLike(actual))
 	return &StepDamping{
-		Damping:     lambda,
-		NextDamping: keepUnless(dir.Finite, o.c.damping.Next(lambda, rho), lambda),
-		Predicted:   predicted,
-		Actual:      actual,
-		Rho:         rho,
-		Accepted:    LogicalAnd(dir.Finite, LogicalAnd(IsFinite(trialLoss), decreased)),
+		Used:      lambda,
+		Next:      keepUnless(dir.Finite, o.c.damping.Next(lambda, rho), lambda),
+		Predicted: predicted,
+		Actual:    actual,
+		Rho:       rho,
+		Accepted:  LogicalAnd(dir.Finite, LogicalAnd(IsFinite(trialLoss), decreased)),
 	}
 }

@@ -39,7 +39,7 @@ func (m *optModel) lmSteps(t *testing.T, opt Optimizer, p *problem, n int) []lmS
 	exec := model.MustNewExec(testBackend, m.store, func(scope *model.Scope, h, labels *Node) []*Node {
 		dir := opt.UpdateGraphWithLinearization(scope, m.lin(h), labels)
 		dd := dir.Damping
-		return []*Node{dir.Loss, dd.Damping, dd.NextDamping, dd.Predicted, dd.Actual, dd.Rho, flattenVec(dir.D), dd.Accepted}
+		return []*Node{dir.Loss, dd.Used, dd.Next, dd.Predicted, dd.Actual, dd.Rho, flattenVec(dir.D), dd.Accepted}
 	})
 	steps := make([]lmStep, n)
 	for k := range steps {

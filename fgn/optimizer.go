@@ -228,7 +228,7 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 		v.SetNodeValue(keepUnless(dir.Damping.Accepted, updated[k], params[k]))
 	}
 	if lambda != nil {
-		lambda.SetNodeValue(dir.Damping.NextDamping)
+		lambda.SetNodeValue(dir.Damping.Next)
 	}
 	return dir
 }

@@ -56,7 +56,8 @@ var paperClasses = []int{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096}
 //   - smoke: C ∈ {2, 16, 128, 1024}, 4096 examples, 1 warm-up and 3 timed steps (well under a
 //     minute on 2 cores; for CI).
 //
-// All use d = 2048, b = 512, λ = 1 and a CG budget of 5.
+// All use d = 2048, b = 512, λ = 1, a CG budget of 5 with tolerance 10⁻⁵ and, as every reproduction
+// of the paper (method.DefaultSettings), FGN stopping CG by the paper's whitened row residual.
 var StepTimeProfiles = map[string]StepTimeConfig{
 	"full": {Profile: "full", Dim: 2048, Batch: 512, Examples: 32768, Classes: paperClasses,
 		Warmup: 128, Steps: 640},
@@ -71,6 +72,7 @@ func init() {
 		c.Methods = slices.Clone(method.Methods)
 		c.Settings = fgn.DefaultSettings()
 		c.Settings.LearningRate = 1
+		c.Settings.CG.StoppingRule = method.DefaultSettings(method.FGN).CG.StoppingRule
 		c.AdamLearningRate = 1e-3
 		c.Seed = 1
 		StepTimeProfiles[name] = c
@@ -211,8 +213,8 @@ func StepTime(backend compute.Backend, c StepTimeConfig, progressW io.Writer) (s
 
 	t, samples := report.NewTable(StepTimeColumns...), report.NewTable(StepSampleColumns...)
 	t.Comment("panel", "(a) steady-state optimiser step time, linear softmax head on fixed Gaussian features")
-	t.Comment("parameters", fmt.Sprintf("d=%d batch=%d examples=%d (%d static batches, one per step, cycling) damping=%g cg_max_iterations=%d adam_learning_rate=%g learning_rate=%g seed=%d float32",
-		c.Dim, c.Batch, c.Examples, c.Examples/c.Batch, c.Settings.Damping, c.Settings.CG.MaxIterations, c.AdamLearningRate, c.Settings.LearningRate, c.Seed))
+	t.Comment("parameters", fmt.Sprintf("d=%d batch=%d examples=%d (%d static batches, one per step, cycling) damping=%g cg_max_iterations=%d cg_tolerance=%g cg_stopping_rule=%s adam_learning_rate=%g learning_rate=%g seed=%d float32",
+		c.Dim, c.Batch, c.Examples, c.Examples/c.Batch, c.Settings.Damping, c.Settings.CG.MaxIterations, c.Settings.CG.Tolerance, c.Settings.CG.StoppingRule, c.AdamLearningRate, c.Settings.LearningRate, c.Seed))
 	warmLarge := ""
 	if c.LargeC > 0 {
 		warmLarge = fmt.Sprintf("; C>=%d: %d warm-up, %d timed", c.LargeC, c.LargeWarmup, c.LargeSteps)

@@ -240,46 +240,47 @@ func Targets(cfg Config) ([]Target, error) {
 		}
 		return headopt.Synthetic(p.Headopt)
 	}
-	files := headopt.FilesFor("", tag)
-	fig2 := Target{Name: "headopt_" + tag, Title: "Figure 2 and Table 1" + on, Outputs: []string{files.Curves, files.Steps, files.Seeds, files.Caption},
-		Settings: map[string]any{"profile": p.Headopt, "hyper_parameters": headopt.PaperHypers,
-			"grid_points": headopt.DefaultGridPoints},
-		Inputs: inputs,
-		build: func(cfg Config, b build) error {
+	// onData completes a target that runs on the head-optimisation data: it loads the data, runs
+	// run on it, and writes the figure in every format besides the target's other outputs.
+	onData := func(t Target, figure string, run func(cfg Config, b build, d *headopt.Data) error) Target {
+		for _, ext := range plot.Formats {
+			t.Outputs = append(t.Outputs, figure+"."+ext)
+		}
+		t.Inputs = inputs
+		t.build = func(cfg Config, b build) error {
 			d, err := load()
 			if err != nil {
 				return err
 			}
-			mc := headopt.MakeConfig{Profile: p.Headopt, Out: cfg.Out, TracesDir: filepath.Join(b.work, "traces"),
-				Command: cfg.Command, Log: cfg.Log, RunProgress: runBar(cfg, b)}
-			_, err = headopt.Make(cfg.Backend, mc, d)
-			return err
-		}}
-	for _, ext := range plot.Formats {
-		fig2.Outputs = append(fig2.Outputs, files.Figure+"."+ext)
+			return run(cfg, b, d)
+		}
+		return t
 	}
+	files := headopt.FilesFor("", tag)
+	fig2 := onData(Target{Name: "headopt_" + tag, Title: "Figure 2 and Table 1" + on,
+		Outputs: []string{files.Curves, files.Steps, files.Seeds, files.Caption},
+		Settings: map[string]any{"profile": p.Headopt, "hyper_parameters": headopt.PaperHypers,
+			"grid_points": headopt.DefaultGridPoints}},
+		files.Figure, func(cfg Config, b build, d *headopt.Data) error {
+			_, err := headopt.Make(cfg.Backend, headopt.MakeConfig{Profile: p.Headopt, Out: cfg.Out,
+				TracesDir: filepath.Join(b.work, "traces"), Command: cfg.Command, Log: cfg.Log,
+				RunProgress: runBar(cfg, b)}, d)
+			return err
+		})
 	for _, ext := range []string{"csv", "md", "tex"} {
 		fig2.Outputs = append(fig2.Outputs, files.Table+"."+ext)
 	}
 
 	afiles := headopt.AblationFilesFor("", tag)
-	ablation := Target{Name: "cg_stopping_" + tag, Title: "CG stopping-rule ablation" + on,
+	ablation := onData(Target{Name: "cg_stopping_" + tag, Title: "CG stopping-rule ablation" + on,
 		Outputs:  []string{afiles.Steps, afiles.Caption},
-		Settings: map[string]any{"profile": p.Headopt, "rules": headopt.StoppingRules, "hyper_parameters": headopt.PaperHypers},
-		Inputs:   inputs,
-		build: func(cfg Config, b build) error {
-			d, err := load()
-			if err != nil {
-				return err
-			}
-			ac := headopt.AblationConfig{Profile: p.Headopt, Out: cfg.Out, TracesDir: filepath.Join(b.work, "traces"),
-				Command: cfg.Command, Log: cfg.Log, RunProgress: runBar(cfg, b)}
-			_, err = headopt.MakeAblation(cfg.Backend, ac, d)
+		Settings: map[string]any{"profile": p.Headopt, "rules": headopt.StoppingRules, "hyper_parameters": headopt.PaperHypers}},
+		afiles.Figure, func(cfg Config, b build, d *headopt.Data) error {
+			_, err := headopt.MakeAblation(cfg.Backend, headopt.AblationConfig{Profile: p.Headopt, Out: cfg.Out,
+				TracesDir: filepath.Join(b.work, "traces"), Command: cfg.Command, Log: cfg.Log,
+				RunProgress: runBar(cfg, b)}, d)
 			return err
-		}}
-	for _, ext := range plot.Formats {
-		ablation.Outputs = append(ablation.Outputs, afiles.Figure+"."+ext)
-	}
+		})
 	return []Target{fig1, fig2, ablation}, nil
 }
 

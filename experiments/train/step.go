@@ -240,7 +240,7 @@ func gnStep(scope *model.Scope, gn fgn.Optimizer, lin fgn.Linearization, labels 
 		return x
 	}
 	return []*Node{dir.Loss, ConvertDType(dir.Iterations, dir.Loss.DType()), dir.Residual, dir.MeanPDagger,
-		dir.MeanXi, dd.Damping, dd.NextDamping, orNaN(dd.Predicted), orNaN(dd.Actual), orNaN(dd.Rho), dir.Finite,
+		dir.MeanXi, dd.Used, dd.Next, orNaN(dd.Predicted), orNaN(dd.Actual), orNaN(dd.Rho), dir.Finite,
 		dd.Accepted}
 }
 
@@ -260,9 +260,15 @@ func adamStep(scope *model.Scope, adam optimizer.Interface, vars []*model.Variab
 }
 
 // guardedAdamUpdate builds Adam's update of the model variables vars with their gradients grad
-// (in the order of vars), such that a step whose loss, gradient or updated values (parameters and
-// moments) are not finite leaves every variable of the store unchanged (FGN and SGN do the same
-// by themselves, see fgn.Direction.Finite). It returns that condition (a boolean scalar).
+// (in the order of vars), such that a step whose loss, gradient or updated parameters are not
+// finite leaves every variable of the store unchanged (FGN and SGN do the same by themselves, see
+// fgn.Direction.Finite). It returns that condition (a boolean scalar).
+//
+// The moments need no test of their own: the gradient passes only when ‖g‖² is finite, so every
+// g_i² is, and with finite moments before the step m ← β₁m + (1−β₁)g and v ← β₂v + (1−β₂)g² are
+// finite after it. The test therefore reads the gradient and the updated parameters once each
+// (fgn.AllFinite of g² and of the parameters), and the selection of old or new values is on a
+// scalar (no mask the size of the parameters).
 //
 // Adam creates its state variables (moments, step counters) the first time its update is built;
 // NewStep builds it once into a throwaway graph first (materializeState), so that they are in
@@ -275,7 +281,11 @@ func guardedAdamUpdate(scope *model.Scope, adam optimizer.Interface, vars []*mod
 		all = append(all, v)
 		before = append(before, v.NodeValue(g))
 	}
-	finite := LogicalAnd(IsFinite(loss), fgn.AllFinite(grad))
+	squares := make(fgn.Vec, len(grad))
+	for k, x := range grad {
+		squares[k] = Square(x)
+	}
+	finite := LogicalAnd(IsFinite(loss), fgn.AllFinite(squares))
 	// Adam takes the gradients in the order in which it visits the trainable variables it steps.
 	gradOf := make(map[*model.Variable]*Node, len(vars))
 	for k, v := range vars {
@@ -292,22 +302,15 @@ func guardedAdamUpdate(scope *model.Scope, adam optimizer.Interface, vars []*mod
 		}
 	}
 	adam.(gradientsUpdater).UpdateGraphWithGradients(scope, ordered, loss.DType())
-	var changed []int
-	var changedFloats fgn.Vec
+	updated := make(fgn.Vec, len(vars))
+	for k, v := range vars {
+		updated[k] = v.NodeValue(g)
+	}
+	finite = LogicalAnd(finite, fgn.AllFinite(updated))
 	for k, v := range all {
 		if v.ChangedInGraph(g) {
-			changed = append(changed, k)
-			if v.DType().IsFloat() {
-				changedFloats = append(changedFloats, v.NodeValue(g))
-			}
+			v.SetNodeValue(Where(finite, v.NodeValue(g), before[k]))
 		}
-	}
-	if len(changedFloats) > 0 {
-		finite = LogicalAnd(finite, fgn.AllFinite(changedFloats))
-	}
-	for _, k := range changed {
-		// A scalar condition selects whole operands (no mask the size of the variable).
-		all[k].SetNodeValue(Where(finite, all[k].NodeValue(g), before[k]))
 	}
 	return finite
 }

@@ -100,9 +100,12 @@ func sumLastAxis(x *Node) *Node {
 // all but its last axis with sumFirstAxis, for the reason given there; a NaN or ±Inf entry makes
 // the sum NaN or ±Inf either way.
 func sumAll(x *Node) *Node {
-	if x.Rank() >= 2 {
-		dims := x.Shape().Dimensions
-		x = sumFirstAxis(Reshape(x, -1, dims[len(dims)-1]))
+	if x.Rank() > 2 {
+		// A backend may copy x here (the Go backend does unless this is x's last use).
+		x = Reshape(x, -1, x.Shape().Dimensions[x.Rank()-1])
+	}
+	if x.Rank() == 2 {
+		x = sumFirstAxis(x)
 	}
 	return ReduceAllSum(x)
 }

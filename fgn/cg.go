@@ -197,10 +197,12 @@ func cgIteration(sys cgSystem, st cgState, maxIter, threshold *Node) cgState {
 	return next
 }
 
+// vecSelect returns onTrue where the boolean scalar mask holds, else onFalse, one keepUnless per
+// tensor.
 func vecSelect(mask *Node, onTrue, onFalse Vec) Vec {
 	out := make(Vec, len(onTrue))
 	for k := range onTrue {
-		out[k] = Where(BroadcastToDims(mask, onTrue[k].Shape().Dimensions...), onTrue[k], onFalse[k])
+		out[k] = keepUnless(mask, onTrue[k], onFalse[k])
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package fgn
 
 import (
 	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/support/exceptions"
 )
 
 // Direction is a damped Gauss-Newton direction d for a batch, with its diagnostics. The step is
@@ -63,14 +64,23 @@ func rowStart(u0 *Node) Vec {
 	return Vec{u0}
 }
 
+// AllFinite returns a boolean scalar that holds when every entry of every tensor of v (not empty)
+// is finite. It makes one sum per tensor: a NaN or ±Inf entry makes the sum NaN or ±Inf. (A sum of
+// finite entries that overflows also counts as not finite: such a step is no step either.)
+func AllFinite(v Vec) *Node {
+	if len(v) == 0 {
+		exceptions.Panicf("fgn.AllFinite: no tensor given")
+	}
+	finite := IsFinite(sumAll(v[0]))
+	for _, x := range v[1:] {
+		finite = LogicalAnd(finite, IsFinite(sumAll(x)))
+	}
+	return finite
+}
+
 func newDirection(d Vec, m *Margin, sol CGResult) *Direction {
 	loss := ReduceAllMean(m.Loss)
-	finite := LogicalAnd(IsFinite(loss), IsFinite(sol.Residual))
-	for _, x := range d {
-		// One reduction per tensor: a NaN or Inf entry makes the sum NaN or Inf. (A sum of finite
-		// entries that overflows also counts as not finite: such a step is no step either.)
-		finite = LogicalAnd(finite, IsFinite(ReduceAllSum(x)))
-	}
+	finite := LogicalAnd(LogicalAnd(IsFinite(loss), IsFinite(sol.Residual)), AllFinite(d))
 	return &Direction{
 		Finite:      finite,
 		D:           d,

@@ -209,9 +209,14 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 	} else {
 		dir = SGNDirection(lin, labels, x0, cfg)
 	}
+	// The step size is taken as 0 unless the direction is finite. keepUnless below is what
+	// discards a non-finite step (0·NaN is NaN); this makes the scaling α d wait for Finite's
+	// reduction over d, its only other consumer, so that a backend that runs independent
+	// operations concurrently may still scale d in place rather than hold a second copy.
+	stepSize := Where(dir.Finite, alpha, ZerosLike(alpha))
 	updated := make(Vec, len(params))
 	for k, p := range params {
-		updated[k] = Add(p, Mul(ConvertDType(alpha, p.DType()), dir.D[k]))
+		updated[k] = Add(p, Mul(ConvertDType(stepSize, p.DType()), dir.D[k]))
 	}
 	dir.Damping = o.stepDamping(lin, labels, dir, alpha, updated, cfg)
 	// A step not taken (not finite, or rejected by an adaptive damping policy) changes nothing
@@ -314,9 +319,12 @@ func (c *GNConfig) name() string {
 	return "SGN"
 }
 
-// keepUnless returns updated where ok (a boolean scalar) holds, else current.
+// keepUnless returns updated where ok (a boolean scalar) holds, else current. The scalar
+// condition is not broadcast: Where selects whole operands on it (XLA's select takes a scalar
+// predicate, the Go backend returns the chosen buffer in place), so no mask the size of the
+// parameters is formed or read.
 func keepUnless(ok, updated, current *Node) *Node {
-	return Where(BroadcastToDims(ok, updated.Shape().Dimensions...), updated, current)
+	return Where(ok, updated, current)
 }
 
 func first(v Vec) *Node {

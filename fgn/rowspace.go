@@ -83,7 +83,7 @@ func FGNDirection(lin Linearization, labels, u0 *Node, cfg Settings) *Direction 
 	w := newWhitening(m, bLambda, cfg.floor(dtype))
 
 	// Coupling of the saturated rows into the whitened ones: −Q_W^{1/2} J J_Rᵀ δ_R.
-	rhs := Sub(w.rTilde, Mul(w.sqrtQ, gram.times(w.deltaR)))
+	rhs := Sub(w.rTilde, Mul(w.sqrtQ, saturatedCoupling(gram, w.deltaR, inLoop)))
 	sys := cgSystem{
 		curvature: func(v Vec) Vec { return Vec{Mul(w.sqrtQ, gram.times(Mul(w.sqrtQ, v[0])))} },
 		shift:     bLambda,
@@ -139,4 +139,23 @@ func (f matrixFreeGram) times(v *Node) *Node { return f.j.JVP(f.j.VJP(v)) }
 func (f matrixFreeGram) normJT(a *Node) *Node {
 	v := f.j.VJP(a)
 	return vecDot(v, v)
+}
+
+// saturatedCoupling returns G δ_R. δ_R is 0 on every row of a batch without saturated rows, and
+// then so is G δ_R; when the Gram can be applied inside a closure (inLoop, see whileLoop) an If
+// skips its products (one VJP and one JVP matrix-free, a b×b product in closed form) unless some
+// entry of δ_R is non-zero. Autodiff products cannot run in a closure, so they are always formed.
+//
+// As for whileLoop, the branch is first built in the main function (dead code, removed by the
+// backends) so that every scalar constant it uses is a main-function node the closure may capture.
+func saturatedCoupling(gram marginGram, deltaR *Node, inLoop bool) *Node {
+	coupling := gram.times(deltaR)
+	if !inLoop {
+		return coupling
+	}
+	g := deltaR.Graph()
+	saturated := LogicalAny(NotEqual(deltaR, ZerosLike(deltaR)))
+	formed := NewClosure(g, func(g *Graph) []*Node { return []*Node{gram.times(deltaR)} })
+	skipped := NewClosure(g, func(g *Graph) []*Node { return []*Node{ZerosLike(deltaR)} })
+	return If(saturated, formed, skipped)[0]
 }

@@ -10,7 +10,9 @@ import (
 
 // TestSaturatedStep checks that with margins |s| up to ~1e4 in float32, where q underflows to 0
 // and Q^{-1/2}r would overflow, the FGN step stays finite and still solves the damped system:
-// it matches the float64 dense solve of (H_FGN + λI) d = −g.
+// it matches the float64 dense solve of (H_FGN + λI) d = −g. On the affine head (matrix-free and
+// closed form) the saturated rows' coupling runs in an If branch taken only on such batches
+// (saturatedCoupling); without it the step would miss that term.
 func TestSaturatedStep(t *testing.T) {
 	p := newProblem(16, 6, 5, 4, 2, 1)
 	// Scale two examples so their margins reach the thousands, with opposite signs.
@@ -35,6 +37,7 @@ func TestSaturatedStep(t *testing.T) {
 		{"generic", func(in []*Node) *Direction {
 			return FGNDirection(Linearize(affineLin(in).Logits(), Vec{in[2], in[3]}), in[1], nil, cfg)
 		}},
+		{"matrix-free", func(in []*Node) *Direction { return FGNDirection(affineLin(in), in[1], nil, matrixFree(cfg)) }},
 		{"closed form", func(in []*Node) *Direction {
 			return FGNDirection(affineLin(in), in[1], nil, cfg)
 		}},

@@ -266,8 +266,9 @@ func adamStep(scope *model.Scope, adam optimizer.Interface, vars []*model.Variab
 //
 // The moments need no test of their own: the gradient passes only when ‖g‖² is finite, so every
 // g_i² is, and with finite moments before the step m ← β₁m + (1−β₁)g and v ← β₂v + (1−β₂)g² are
-// finite after it. The test therefore reads the gradient and the updated parameters once each,
-// and the selection of old or new values is on a scalar (no mask the size of the parameters).
+// finite after it. The test therefore reads the gradient and the updated parameters once each
+// (fgn.AllFinite of g² and of the parameters), and the selection of old or new values is on a
+// scalar (no mask the size of the parameters).
 //
 // Adam creates its state variables (moments, step counters) the first time its update is built;
 // NewStep builds it once into a throwaway graph first (materializeState), so that they are in
@@ -280,10 +281,11 @@ func guardedAdamUpdate(scope *model.Scope, adam optimizer.Interface, vars []*mod
 		all = append(all, v)
 		before = append(before, v.NodeValue(g))
 	}
-	finite := IsFinite(loss)
-	for _, x := range grad {
-		finite = LogicalAnd(finite, IsFinite(ReduceAllSum(Square(x))))
+	squares := make(fgn.Vec, len(grad))
+	for k, x := range grad {
+		squares[k] = Square(x)
 	}
+	finite := LogicalAnd(IsFinite(loss), fgn.AllFinite(squares))
 	// Adam takes the gradients in the order in which it visits the trainable variables it steps.
 	gradOf := make(map[*model.Variable]*Node, len(vars))
 	for k, v := range vars {
@@ -300,9 +302,11 @@ func guardedAdamUpdate(scope *model.Scope, adam optimizer.Interface, vars []*mod
 		}
 	}
 	adam.(gradientsUpdater).UpdateGraphWithGradients(scope, ordered, loss.DType())
-	for _, v := range vars {
-		finite = LogicalAnd(finite, IsFinite(ReduceAllSum(v.NodeValue(g))))
+	updated := make(fgn.Vec, len(vars))
+	for k, v := range vars {
+		updated[k] = v.NodeValue(g)
 	}
+	finite = LogicalAnd(finite, fgn.AllFinite(updated))
 	for k, v := range all {
 		if v.ChangedInGraph(g) {
 			v.SetNodeValue(Where(finite, v.NodeValue(g), before[k]))

@@ -1,0 +1,76 @@
+package fgn
+
+import (
+	"math"
+	"testing"
+
+	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph"
+)
+
+// TestAllFinite checks sumAll (the sum of all entries, through the matrix kernel for rank ≥ 2)
+// against a float64 sum and AllFinite against the entries, for every rank the parameters of a
+// model may have and for NaN and ±Inf entries anywhere.
+func TestAllFinite(t *testing.T) {
+	inf, nan := math.Inf(1), math.NaN()
+	// A float32 matrix large enough for the Go backend's blocked (SIMD) matrix kernel, once with
+	// integer entries (exact sums) and once with a NaN and once with an Inf deep inside.
+	large := func(bad float64) [][]float64 {
+		m := make([][]float64, 300)
+		for i := range m {
+			m[i] = make([]float64, 257)
+			for j := range m[i] {
+				m[i][j] = float64((i*7+j*3)%11 - 5)
+			}
+		}
+		m[211][133] = bad
+		return m
+	}
+	flatLarge := func() []float64 {
+		var out []float64
+		for _, row := range large(0) {
+			out = append(out, row...)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		x      any
+		flat   []float64
+		finite bool
+	}{
+		{"scalar", 2.5, []float64{2.5}, true},
+		{"vector", []float64{1, -2, 3.5}, []float64{1, -2, 3.5}, true},
+		{"matrix", [][]float64{{1, 2}, {3, 4}, {5, -6}}, []float64{1, 2, 3, 4, 5, -6}, true},
+		{"rank 3", [][][]float64{{{1, 2}, {3, 4}}, {{5, 6}, {7, -8}}}, []float64{1, 2, 3, 4, 5, 6, 7, -8}, true},
+		{"matrix with NaN", [][]float64{{1, 2}, {nan, 4}}, nil, false},
+		{"rank 3 with +Inf", [][][]float64{{{1, 2}}, {{3, inf}}}, nil, false},
+		{"matrix with +Inf and -Inf", [][]float64{{inf, 2}, {3, -inf}}, nil, false},
+		{"vector with -Inf", []float64{1, -inf}, nil, false},
+		{"matrix whose sum overflows", [][]float64{{1e308, 1e308}, {1e308, 1e308}}, nil, false},
+		{"large float32 matrix", cast(large(0), dtypes.Float32), flatLarge(), true},
+		{"large float32 matrix with NaN", cast(large(nan), dtypes.Float32), nil, false},
+		{"large float32 matrix with -Inf", cast(large(-inf), dtypes.Float32), nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := run(t, func(in []*Node) []*Node {
+				one, zero := OnesLike(in[1]), ZerosLike(in[1])
+				return []*Node{sumAll(in[0]), Where(AllFinite(Vec{in[1], in[0]}), one, zero)}
+			}, tc.x, 1.0)
+			if finite := out[1][0] == 1; finite != tc.finite {
+				t.Fatalf("AllFinite = %v, want %v", finite, tc.finite)
+			}
+			if !tc.finite {
+				if s := out[0][0]; !math.IsNaN(s) && !math.IsInf(s, 0) {
+					t.Errorf("sum of a tensor with a non-finite entry or overflow is %v", s)
+				}
+				return
+			}
+			var want float64
+			for _, v := range tc.flat {
+				want += v
+			}
+			check(t, "sumAll vs float64 sum", math.Abs(out[0][0]-want)/math.Max(math.Abs(want), 1), 1e-15)
+		})
+	}
+}

@@ -45,8 +45,9 @@ var benchSteps = []struct {
 // the parameters stay on the device between steps and hᵀ and the feature Gram h hᵀ + 1 are laid
 // out once per batch, as in training on frozen features. It reports ms/step, MiB allocated on
 // the Go heap per step, and the peak of the Go heap during the timed steps (parameters, batch,
-// optimiser state and every temporary, including garbage not yet collected) in MiB and as a
-// multiple of parameters + batch.
+// per-batch layouts, optimiser state and every temporary, including the steps' garbage not yet
+// collected and the backend's pooled buffers; the compilation's garbage is collected after the
+// warm-up step) in MiB and as a multiple of parameters + batch.
 func BenchmarkStep(b *testing.B) {
 	for _, numClasses := range []int{16, 256, 4096} {
 		for _, s := range benchSteps {
@@ -100,6 +101,7 @@ func benchmarkStep(b *testing.B, m method.Method, lin method.Linearization, batc
 	if _, err := step.Run(0); err != nil { // warm up
 		b.Fatal(err)
 	}
+	runtime.GC() // the peak is the steps', not the garbage of building and compiling the graph
 
 	peak := make(chan uint64)
 	stop := make(chan struct{})

@@ -164,6 +164,8 @@ func NewStep(be compute.Backend, store *model.Store, vars []*model.Variable, cfg
 		}
 	}
 	exec, err := model.NewExec(be, store, func(scope *model.Scope, in []*Node) []*Node {
+		// A training graph: the Go backend otherwise bakes the variables in as constants.
+		scope.SetTraining(in[0].Graph(), true)
 		var ht, gram *Node
 		if lay.ht {
 			ht = in[2]

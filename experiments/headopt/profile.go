@@ -30,9 +30,9 @@ type Profile struct {
 	SynthTrain, SynthTest, SynthDim, SynthClasses int
 	SynthSeparation                               float64
 	// SynthThresholds are the time-to-threshold accuracies (percent) reported on the stand-in,
-	// placed as 42/43/44 % are on Cars196: just below the accuracies the methods end at (quick:
-	// measured, Adam 36 %, FGN 39 % at the horizon; full: the Cars196 values; at that shape
-	// separation 0.115 gave FGN 39.5 % test accuracy after 10 of the 150 epochs, one seed).
+	// placed as 42/43/44 % are on Cars196: just below the accuracies the methods reach at the
+	// comparison horizon (the quick profile's are in figures/table1_synthetic_standin.md; full
+	// keeps the Cars196 values).
 	SynthThresholds []float64
 }
 

@@ -1,6 +1,7 @@
 package fgn
 
 import (
+	"math"
 	"strconv"
 
 	"github.com/gomlx/compute/dtypes"
@@ -15,7 +16,8 @@ type CGResult struct {
 	// Iterations is the number of iterations performed (int32 scalar).
 	Iterations *Node
 	// Residual is the final relative residual that the stopping test compared with the
-	// tolerance (scalar), 0 when the reference norm is 0.
+	// tolerance (scalar), 0 when the reference norm is 0 and NaN when the right-hand side or
+	// the final residual is not finite.
 	Residual *Node
 }
 
@@ -117,7 +119,10 @@ func solveCG(sys cgSystem, s CGSettings, inLoop bool) CGResult {
 	if !sys.curvatureNorm {
 		res2 = state.rr
 	}
+	// A non-finite right-hand side must give a non-finite residual: CG's comparisons are false on
+	// NaN, so its iterate may have stayed at x0, and Max may map NaN to 0 on some backends.
 	residual := Where(GreaterThan(ref, zero), Sqrt(Div(Max(res2, zero), ref)), zero)
+	residual = Where(LogicalAnd(IsFinite(ref), IsFinite(res2)), residual, Scalar(g, dtype, math.NaN()))
 	return CGResult{X: state.x, Iterations: state.k, Residual: residual}
 }
 

@@ -37,6 +37,7 @@ type lmStep struct {
 func (m *optModel) lmSteps(t *testing.T, opt Optimizer, p *problem, n int) []lmStep {
 	t.Helper()
 	exec := model.MustNewExec(testBackend, m.store, func(scope *model.Scope, h, labels *Node) []*Node {
+		scope.Store().SetTraining(h.Graph(), true) // a step graph: the variables are its inputs
 		dir := opt.UpdateGraphWithLinearization(scope, m.lin(h), labels)
 		dd := dir.Damping
 		return []*Node{dir.Loss, dd.Used, dd.Next, dd.Predicted, dd.Actual, dd.Rho, flattenVec(dir.D), dd.Accepted}
@@ -288,6 +289,7 @@ func TestDampingErrors(t *testing.T) {
 	const want = "use an AffineHead or LinearizeFunc(modelFn, params)"
 	m := newOptModel(p, true, false)
 	_, err := model.MustNewExec(testBackend, m.store, func(scope *model.Scope, h, labels *Node) *Node {
+		scope.Store().SetTraining(h.Graph(), true) // a step graph: the variables are its inputs
 		return FGN().DampingPolicy(LevenbergMarquardt()).Done().UpdateGraphWithLinearization(scope, m.lin(h), labels).Loss
 	}).Call(p.h, p.labels)
 	if err == nil || !strings.Contains(err.Error(), want) {

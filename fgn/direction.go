@@ -28,8 +28,10 @@ type Direction struct {
 	// nil for SGN.
 	RowRHS *Node
 	// Finite is true (boolean scalar) when the loss, the CG residual and every entry of D are
-	// finite (and D's entries do not sum beyond the dtype's range). The optimizers take a step
-	// only when it holds.
+	// finite (and D's entries do not sum beyond the dtype's range). A NaN or ±Inf in the batch
+	// or the parameters reaches one of them through sums and products alone (the loss tests
+	// the logits' row sums, the residual the right-hand side's norm), whatever a backend's Exp
+	// or Max make of a NaN. The optimizers take a step only when it holds.
 	Finite *Node
 	// Damping is the damping telemetry of an optimizer step (UpdateGraphWithLinearization); nil
 	// for a direction computed on its own.

@@ -1,6 +1,7 @@
 package fgn
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -72,5 +73,59 @@ func TestAllFinite(t *testing.T) {
 			}
 			check(t, "sumAll vs float64 sum", math.Abs(out[0][0]-want)/math.Max(math.Abs(want), 1), 1e-15)
 		})
+	}
+}
+
+// TestDirectionNonFiniteBatch checks that a NaN or ±Inf feature makes Direction.Finite false
+// for every method and model, in float32 and float64, and, for the affine head (whose logits
+// are products of the features), the reported loss non-finite. The guard may rely on sums and
+// products only: a backend's vectorised Exp, Tanh or Max may map a NaN to a finite number (the
+// MLP's logits may then be finite; tanh(±∞) = ±1 is), and CG's comparisons are false on NaN,
+// so the loss or the CG solution alone can look finite for a batch whose step is not.
+func TestDirectionNonFiniteBatch(t *testing.T) {
+	p := newProblem(41, 8, 5, 4, 3, 1)
+	closed, matrixFree := DefaultSettings(), DefaultSettings()
+	matrixFree.RowOperator = MatrixFree
+	methods := []struct {
+		name string
+		dir  func(lin Linearization, labels *Node) *Direction
+	}{
+		{"FGN closed-form Gram", func(lin Linearization, labels *Node) *Direction { return FGNDirection(lin, labels, nil, closed) }},
+		{"FGN matrix-free", func(lin Linearization, labels *Node) *Direction { return FGNDirection(lin, labels, nil, matrixFree) }},
+		{"SGN", func(lin Linearization, labels *Node) *Direction { return SGNDirection(lin, labels, nil, closed) }},
+	}
+	models := []struct {
+		name   string
+		lin    func([]*Node) Linearization
+		inputs func(dtypes.DType) []any
+	}{
+		{"affine", affineLin, p.affineInputs},
+		{"MLP", mlpLin, p.mlpInputs},
+	}
+	for _, dtype := range []dtypes.DType{dtypes.Float32, dtypes.Float64} {
+		for _, mdl := range models {
+			for _, method := range methods {
+				for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+					t.Run(fmt.Sprintf("%s/%s/%s/%v", dtype, mdl.name, method.name, bad), func(t *testing.T) {
+						inputs := mdl.inputs(dtype)
+						badH := append([][]float64(nil), p.h...)
+						badH[5] = append([]float64(nil), badH[5]...)
+						badH[5][2] = bad
+						inputs[0] = cast(badH, dtype)
+						out := run(t, func(in []*Node) []*Node {
+							dir := method.dir(mdl.lin(in), in[1])
+							one := OnesLike(dir.Loss)
+							return []*Node{Where(dir.Finite, one, ZerosLike(one)), dir.Loss}
+						}, inputs...)
+						if out[0][0] != 0 {
+							t.Errorf("a batch with a %v feature reported a finite step (loss %v)", bad, out[1][0])
+						}
+						if loss := out[1][0]; mdl.name == "affine" && !math.IsNaN(loss) && !math.IsInf(loss, 0) {
+							t.Errorf("a batch with a %v feature reported the finite loss %v", bad, loss)
+						}
+					})
+				}
+			}
+		}
 	}
 }

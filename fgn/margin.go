@@ -26,6 +26,11 @@ import (
 // maximum, so it is finite for any finite logits in float32 and float64: p_★ and p_† are
 // logistic functions of ∓s, q = p_★p_† underflows to 0 (never to NaN) for saturated
 // examples, and the loss is the overflow-free softplus max(s,0)+log1p(e^{-|s|}).
+//
+// A row with a non-finite logit (or logits whose sum overflows) has a NaN loss: the softplus
+// and the competitor maximum go through Exp and Max, which a backend's vectorised kernels may
+// evaluate to a finite number on NaN, so the loss tests the row's sum Σ_j z_ij, made of additions
+// only, instead of relying on NaN propagating through them.
 type Margin struct {
 	// S is the margin s (b).
 	S *Node
@@ -37,7 +42,7 @@ type Margin struct {
 	Rho *Node
 	// Xi is the dispersion ξ = 1-‖ρ‖² (b), in [0, 1-1/(C-1)].
 	Xi *Node
-	// Loss is the per-example cross-entropy φ(s) (b).
+	// Loss is the per-example cross-entropy φ(s) (b), NaN for a row with a non-finite logit.
 	Loss *Node
 	// GradS is ∇_z s (b×C): ρ with -1 at the true class (eq. 2.7). The margin Jacobian row of
 	// example i is J_i = GradS_iᵀ J_z,i (eq. 2.9).
@@ -85,6 +90,7 @@ func NewMargin(logits, labels *Node) *Margin {
 	pDagger := Logistic(s)
 	pStar := Logistic(Neg(s))
 	loss := Add(Max(s, ZerosLike(s)), Log1p(Exp(Neg(Abs(s)))))
+	loss = Where(IsFinite(sumLastAxis(logits)), loss, Scalar(g, dtype, math.NaN()))
 	return &Margin{
 		S:       s,
 		PStar:   pStar,

@@ -122,14 +122,17 @@ func TestMarginQuantities(t *testing.T) {
 }
 
 // TestMarginSaturatedFloat32 checks that the margin quantities stay finite in float32 for
-// margins up to |s| = 1e4, with q underflowing to 0 rather than to NaN.
+// margins up to |s| = 1e4 and agree with a float64 reference: s and the loss to a relative
+// 1e-6, the probabilities p_★, p_†, q, ρ (in ∇s) and ξ, all in [−1, 1], to an absolute 1e-6. q of
+// a saturated example is e^{−|s|} ≈ 0 in both; a backend's Exp may return a tiny number
+// instead of underflowing to 0, which the absolute tolerance allows and the maths does too.
 func TestMarginSaturatedFloat32(t *testing.T) {
-	logits := [][]float32{{1e4, 0, -1}, {-1e4, 0, 1}, {0, 5e3, -5e3}, {0, 0, 0}}
+	logits := [][]float64{{1e4, 0, -1}, {-1e4, 0, 1}, {0, 5e3, -5e3}, {0, 0, 0}}
 	labels := []int32{0, 0, 1, 2}
 	out := run(t, func(in []*Node) []*Node {
 		m := NewMargin(in[0], in[1])
 		return []*Node{m.S, m.Loss, m.PStar, m.PDagger, m.Q, m.Xi, m.GradS}
-	}, logits, labels)
+	}, cast(logits, dtypes.Float32), labels)
 	for k, o := range out {
 		for _, v := range o {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -137,9 +140,46 @@ func TestMarginSaturatedFloat32(t *testing.T) {
 			}
 		}
 	}
-	want := 1e4 + math.Log(1+math.E) // −log p_★ for z = (−1e4, 0, 1), ★ = 0
-	check(t, "loss of a saturated example (relative)", math.Abs(out[1][1]-want)/want, 1e-6)
-	if out[4][0] != 0 || out[4][1] != 0 {
-		t.Errorf("q of saturated examples = %v, want 0 (underflow)", out[4][:2])
+	s, loss, pStar, pDagger, q, xi, gradS := out[0], out[1], out[2], out[3], out[4], out[5], out[6]
+	var relS, relLoss, absP float64
+	for i, z := range logits {
+		y, c := int(labels[i]), len(z)
+		m := math.Inf(-1) // competitor maximum, then ρ and s in float64
+		for j, v := range z {
+			if j != y {
+				m = math.Max(m, v)
+			}
+		}
+		rho := make([]float64, c)
+		sum := 0.0
+		for j, v := range z {
+			if j != y {
+				rho[j] = math.Exp(v - m)
+				sum += rho[j]
+			}
+		}
+		wantS := m + math.Log(sum) - z[y]
+		wantPStar, wantPDagger := 1/(1+math.Exp(wantS)), 1/(1+math.Exp(-wantS))
+		wantLoss := math.Max(wantS, 0) + math.Log1p(math.Exp(-math.Abs(wantS)))
+		wantXi := 1.0
+		for j := range rho {
+			rho[j] /= sum
+			wantXi -= rho[j] * rho[j]
+		}
+		rho[y] = -1
+		relS = math.Max(relS, math.Abs(s[i]-wantS)/math.Max(1, math.Abs(wantS)))
+		relLoss = math.Max(relLoss, math.Abs(loss[i]-wantLoss)/math.Max(1, wantLoss))
+		for _, e := range []float64{pStar[i] - wantPStar, pDagger[i] - wantPDagger, q[i] - wantPStar*wantPDagger, xi[i] - wantXi} {
+			absP = math.Max(absP, math.Abs(e))
+		}
+		for j := range c {
+			absP = math.Max(absP, math.Abs(gradS[i*c+j]-rho[j]))
+		}
+		if q[i] < 0 {
+			t.Errorf("q = %g < 0 for example %d", q[i], i)
+		}
 	}
+	check(t, "s vs float64 (relative)", relS, 1e-6)
+	check(t, "loss vs float64 (relative)", relLoss, 1e-6)
+	check(t, "p★, p†, q, ξ, ∇s vs float64 (absolute)", absP, 1e-6)
 }

@@ -31,6 +31,12 @@ import (
 //   - UpdateGraphWithLinearization(scope, lin, labels) is the entry point for a training step
 //     built by hand: lin.Params() must be the current values (v.NodeValue(g)) of exactly those
 //     trainable variables, in any order. It returns the step's Direction with its diagnostics.
+//
+// The step's graph must read the variables as inputs: mark it as a training graph
+// (scope.Store().SetTraining(g, true), as train.Trainer does) before reading them. A backend may
+// embed the variables of other graphs as constants (the pure-Go backend does in gomlx v0.28.16),
+// and a step on constants would restart from the same parameters every time; the optimizer
+// panics on a parameter that is a constant.
 type Optimizer interface {
 	optimizer.Interface
 
@@ -293,6 +299,11 @@ func variablesOf(scope *model.Scope, g *Graph, params Vec) []*model.Variable {
 	}
 	out := make([]*model.Variable, len(params))
 	for k, p := range params {
+		if p.Type() == NodeTypeConstant {
+			exceptions.Panicf("fgn: parameter %d (%s) of the linearisation is a constant in this graph: mark the step's graph "+
+				"as training (scope.Store().SetTraining(g, true), as train.Trainer does) before reading the variables, "+
+				"so that the backend takes them as inputs", k, p.Shape())
+		}
 		if out[k] = byValue[p]; out[k] == nil {
 			exceptions.Panicf("fgn: parameter %d (%s) of the linearisation is not the current value (v.NodeValue(g)) of "+
 				"a trainable variable of scope %q, or is repeated", k, p.Shape(), scope.Scope())

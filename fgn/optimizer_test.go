@@ -81,6 +81,7 @@ func (m *optModel) flatParams() []float64 {
 func (m *optModel) step(t *testing.T, opt Optimizer, p *problem, n int) float64 {
 	t.Helper()
 	exec, err := model.NewExec(testBackend, m.store, func(scope *model.Scope, h, labels *Node) []*Node {
+		scope.Store().SetTraining(h.Graph(), true) // a step graph: the variables are its inputs
 		dir := opt.UpdateGraphWithLinearization(scope, m.lin(h), labels)
 		return []*Node{dir.Loss, dir.Iterations}
 	})
@@ -267,12 +268,25 @@ func TestOptimizerConfigErrors(t *testing.T) {
 	store := model.NewStore()
 	w := store.RootScope().VariableWithValue("W", [][]float64{{1, 2}})
 	_, err := model.MustNewExec(testBackend, store, func(scope *model.Scope, h, labels *Node) *Node {
+		scope.Store().SetTraining(h.Graph(), true) // a step graph: the variables are its inputs
 		notVar := MulScalar(w.NodeValue(h.Graph()), 2)
 		head := NewAffineHead(h, notVar, Zeros(h.Graph(), tensors.FromValue([]float64{0, 0}).Shape()))
 		return FGN().Done().UpdateGraphWithLinearization(scope, head, labels).Loss
 	}).Call([][]float64{{1}}, []int32{0})
 	if err == nil || !strings.Contains(err.Error(), "of the linearisation is not the current value (v.NodeValue(g)) of a trainable variable") {
 		t.Errorf("non-variable parameter: error %v", err)
+	}
+	// So is a variable embedded as a constant (as a backend may do outside training graphs).
+	constStore := model.NewStore().WithVariableAsConst(true)
+	m := &optModel{store: constStore, vars: []*model.Variable{
+		constStore.RootScope().VariableWithValue("W", [][]float64{{1, 2}}),
+		constStore.RootScope().VariableWithValue("bias", []float64{0, 0}),
+	}}
+	_, err = model.MustNewExec(testBackend, constStore, func(scope *model.Scope, h, labels *Node) *Node {
+		return FGN().Done().UpdateGraphWithLinearization(scope, m.lin(h), labels).Loss
+	}).Call([][]float64{{1}}, []int32{0})
+	if err == nil || !strings.Contains(err.Error(), "is a constant in this graph") {
+		t.Errorf("variables embedded as constants: error %v", err)
 	}
 }
 
@@ -295,6 +309,7 @@ func TestNonFiniteStepChangesNothing(t *testing.T) {
 				m := newOptModelOf(p, false, false, dtype)
 				opt := tc.opt.Done()
 				exec := model.MustNewExec(testBackend, m.store, func(scope *model.Scope, h, labels *Node) []*Node {
+					scope.Store().SetTraining(h.Graph(), true) // a step graph: the variables are its inputs
 					dir := opt.UpdateGraphWithLinearization(scope, m.lin(h), labels)
 					return []*Node{dir.Finite, dir.Loss}
 				})

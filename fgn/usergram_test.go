@@ -71,6 +71,7 @@ func TestUserGramLinearization(t *testing.T) {
 			store, w := linearHeadStore(p)
 			opt := FGN().WithSettings(cfg).RowOperator(op).Done()
 			exec, err := model.NewExec(testBackend, store, func(scope *model.Scope, h, labels *Node) *Node {
+				scope.Store().SetTraining(h.Graph(), true) // a step graph: the variables are its inputs
 				return opt.UpdateGraphWithLinearization(scope, newLinearHead(h, w.NodeValue(h.Graph()), &grams), labels).Loss
 			})
 			if err != nil {

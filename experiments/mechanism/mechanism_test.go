@@ -73,9 +73,9 @@ func TestTrace(t *testing.T) {
 		for i := range ret {
 			check(t, "retained + dropped = full", math.Abs(ret[i]+drop[i]-full[i]), 1e-13)
 		}
-		if drop[0] != 0 {
-			t.Errorf("dropped trace at ξ = 0 is %g, want exactly 0", drop[0])
-		}
+		// At ξ = 0 the competitor logits are so far apart that the dropped trace is below the
+		// float64 range; a backend's Exp may return a tiny normal number there instead of 0.
+		check(t, "dropped trace at ξ = 0", math.Abs(drop[0]), 1e-300)
 	}
 }
 
@@ -136,7 +136,7 @@ func maxDiff(a, b []float64) float64 {
 
 // TestAgreement checks panel (c): the library's curvatures and the ratios match an independent
 // dense computation to 1e-10, R = 1 at ξ = 0, R ∈ (0, 1], and R is larger for larger damping at
-// every ξ > 0.
+// every ξ > 0 where it is below 1 − 1e-12.
 func TestAgreement(t *testing.T) {
 	for _, cfg := range []AgreementConfig{DefaultAgreement,
 		{Classes: 5, PStar: 0.4, Eta: -0.5, Beta: 2, TMax: 0.5, Scales: []float64{0.05, 2}, Points: 9}} {
@@ -183,7 +183,9 @@ func TestAgreement(t *testing.T) {
 				lo, hi = hi, lo
 			}
 			for i := 1; i < len(lo); i++ { // i = 0 is ξ = 0, where every R is 1
-				if !(hi[i] > lo[i]) {
+				// Where R is 1 to rounding at both dampings (the second configuration at ξ =
+				// 0.5625), their order is that of the rounding errors.
+				if atOne := 1-lo[i] <= 1e-12 && 1-hi[i] <= 1e-12; !(hi[i] > lo[i]) && !atOne {
 					t.Errorf("ξ = %g: R = %g for the larger damping, not above %g for the smaller", xi[i*len(cfg.Scales)], hi[i], lo[i])
 				}
 			}

@@ -33,6 +33,7 @@ func referenceStep(cfg StepConfig, vars []*model.Variable) func(scope *model.Sco
 	}
 	return func(scope *model.Scope, x, y *Node) *Node {
 		g := x.Graph()
+		scope.Store().SetTraining(g, true) // a step graph: the variables are its inputs
 		p := make(fgn.Vec, len(vars))
 		for k, v := range vars {
 			p[k] = v.NodeValue(g)

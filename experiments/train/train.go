@@ -169,7 +169,7 @@ func run(be compute.Backend, cfg Config, classes int, trainSet, evalSet *feature
 	}
 	defer step.Finalize()
 	optSeconds := step.LayoutSeconds()
-	eval := newEvaluator(be, store, vars, cfg.Model, trainSet, evalSet)
+	eval := newEvaluator(be, vars, cfg.Model, trainSet, evalSet)
 
 	trace := &Trace{Config: cfg, Backend: backend.Describe(be), Classes: classes}
 	record := func(stepNum, skipped, rejected int, its float64, last *StepResult) error {
@@ -231,38 +231,55 @@ func run(be compute.Backend, cfg Config, classes int, trainSet, evalSet *feature
 	return trace, nil
 }
 
-// evaluator computes the mean cross-entropy on both splits and the accuracy on the held-out one.
+// evaluator computes the mean cross-entropy on both splits and the accuracy on the held-out one
+// for the current values of the model's parameters. It takes them as inputs of a plain graph:
+// a backend may embed the variables a non-training graph reads as constants (the pure-Go
+// backend does in gomlx v0.28.16), which would go stale as soon as the steps change them.
 type evaluator struct {
-	exec         *model.Exec
+	exec         *Exec
+	vars         []*model.Variable
 	trainX, evlX *tensors.Tensor
 	trainY, evlY *tensors.Tensor
 }
 
-func newEvaluator(be compute.Backend, store *model.Store, vars []*model.Variable, m Model,
-	trainSet, evalSet *features.Set) *evaluator {
-	e := &evaluator{}
+func newEvaluator(be compute.Backend, vars []*model.Variable, m Model, trainSet, evalSet *features.Set) *evaluator {
+	e := &evaluator{vars: vars}
 	e.trainX, e.trainY = gather(trainSet, nil)
 	e.evlX, e.evlY = gather(evalSet, nil)
-	e.exec = model.MustNewExec(be, store, func(scope *model.Scope, x, y *Node) (*Node, *Node) {
-		logits := m.linearize(vars, x, method.ExactProducts, nil, nil).Logits()
+	e.exec = MustNewExec(be, func(in []*Node) []*Node {
+		x, y := in[0], in[1]
+		logits := m.logits(x, fgn.Vec(in[2:]))
 		loss := ReduceAllMean(fgn.NewMargin(logits, y).Loss)
 		correct := ConvertDType(Equal(ConvertDType(ArgMax(logits, -1), dtypes.Int32), y), loss.DType())
-		return loss, ReduceAllMean(correct)
+		return []*Node{loss, ReduceAllMean(correct)}
 	})
 	return e
 }
 
 func (e *evaluator) evaluate() (trainLoss, evalLoss, evalAcc float64, err error) {
-	out, err := e.exec.Call(e.trainX, e.trainY)
+	out, err := e.call(e.trainX, e.trainY)
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("evaluating on the training split: %w", err)
 	}
 	trainLoss = scalars(out)[0]
-	if out, err = e.exec.Call(e.evlX, e.evlY); err != nil {
+	if out, err = e.call(e.evlX, e.evlY); err != nil {
 		return 0, 0, 0, fmt.Errorf("evaluating on the held-out split: %w", err)
 	}
 	v := scalars(out)
 	return trainLoss, v[0], v[1], nil
+}
+
+// call runs the evaluation graph on x, y and the parameters' current values.
+func (e *evaluator) call(x, y *tensors.Tensor) ([]*tensors.Tensor, error) {
+	args := []any{x, y}
+	for _, v := range e.vars {
+		value, err := v.Value()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, value)
+	}
+	return e.exec.Call(args...)
 }
 
 // gather returns the features and labels of the given examples (all when idx is nil) as

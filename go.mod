@@ -2,6 +2,8 @@ module github.com/fgn-paper/fgn
 
 go 1.27
 
+toolchain go1.27.4
+
 require (
 	github.com/gomlx/compute v0.1.14
 	github.com/gomlx/go-xla v0.4.13

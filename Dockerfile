@@ -10,13 +10,16 @@
 # backend otherwise; pass -e GOMLX_BACKEND=... to choose yourself.
 # The shared install steps (apt packages, goimports/gopls, GoNB) are .ci/install.sh, which CI
 # runs too. No Docker engine runs in CI: experiments/artifact's tests lint this file.
-FROM golang:1.26.5-bookworm
+FROM golang:1.27.4-bookworm
 
 ARG JUPYTERLAB_VERSION=4.4.7
 # jax-cuda13-pjrt wheel version the CUDA PJRT plugin is taken from (pypi.org, sha256-checked).
 ARG JAX_PJRT_VERSION=0.8.0
 
+# GOTOOLCHAIN is go.mod's toolchain line, the base image's Go: the image's go.env says local, and
+# JupyterLab's GoNB kernel and every go command then build with exactly this toolchain.
 ENV DEBIAN_FRONTEND=noninteractive \
+    GOTOOLCHAIN=go1.27.4 \
     GOEXPERIMENT=simd \
     GOMLX_NO_AUTO_INSTALL=1 \
     PATH=/opt/jupyter/bin:/go/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin

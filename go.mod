@@ -1,14 +1,16 @@
 module github.com/fgn-paper/fgn
 
-go 1.26.5
+go 1.27
+
+toolchain go1.27.4
 
 require (
-	github.com/gomlx/compute v0.1.3
-	github.com/gomlx/go-xla v0.4.1
-	github.com/gomlx/gomlx v0.28.3
-	github.com/janpfeifer/gonb v0.11.4
+	github.com/gomlx/compute v0.1.14
+	github.com/gomlx/go-xla v0.4.13
+	github.com/gomlx/gomlx v0.28.16
+	github.com/janpfeifer/gonb v0.11.5
 	github.com/schollz/progressbar/v3 v3.19.0
-	golang.org/x/sys v0.43.0
+	golang.org/x/sys v0.48.0
 	golang.org/x/term v0.40.0
 	gonum.org/v1/gonum v0.16.0
 	gonum.org/v1/plot v0.15.2
@@ -44,7 +46,7 @@ require (
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/xo/terminfo v0.0.0-20220910002029-abceb7e1c41e // indirect
-	golang.org/x/exp v0.0.0-20260410095643-746e56fc9e2f // indirect
+	golang.org/x/exp v0.0.0-20260908205506-85c1c2202aba // indirect
 	golang.org/x/image v0.26.0 // indirect
 	golang.org/x/text v0.35.0 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect

@@ -9,6 +9,9 @@
 #   .ci/notebooks.sh --update   execute and write the outputs into the committed notebooks
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# go.mod's toolchain for nbcheck and for the GoNB kernel nbconvert starts (it inherits the
+# environment; .ci/install.sh also writes GOTOOLCHAIN into the kernel's kernel.json).
+source .ci/toolchain.sh
 
 update=false
 case "${1:-}" in

@@ -5,7 +5,8 @@ One command (from the repository root):
 
     bench/peer.py            # or: /usr/bin/python3 bench/peer.py [--steps-small N] [--steps-large N]
 
-It builds the experiments/train test binary in the SIMD build (GOEXPERIMENT=simd), then for every
+It builds the experiments/train test binary in the SIMD build (GOEXPERIMENT=simd) with go.mod's
+toolchain (GOTOOLCHAIN set from its toolchain line, as .ci/toolchain.sh does), then for every
 C and every method runs BenchmarkStep/C=<C>/<method> and the same step in PyTorch (float32, 2 threads),
 alternating the two so that both see the same load, measures the sgemm roofline (one b×d×C
 product) with torch and numpy, and rewrites the peer section of BENCHMARKS.md with the ratio
@@ -248,9 +249,19 @@ def sgemm_ms(classes, repeats=10):
 # ---------------------------------------------------------------- Go side
 
 
+def go_env(root, **extra):
+    """The environment for go commands: GOTOOLCHAIN is go.mod's toolchain line, which a go.env
+    saying GOTOOLCHAIN=local would otherwise refuse to download."""
+    with open(os.path.join(root, "go.mod")) as f:
+        toolchain = [line.split()[1] for line in f if line.startswith("toolchain ")]
+    if not toolchain:
+        sys.exit("bench/peer.py: go.mod has no toolchain line")
+    return dict(os.environ, GOTOOLCHAIN=toolchain[0], **extra)
+
+
 def build_go_test(root, out):
-    env = dict(os.environ, GOEXPERIMENT="simd")
-    subprocess.run(["go", "test", "-c", "-o", out, "./experiments/train"], cwd=root, env=env, check=True)
+    subprocess.run(["go", "test", "-c", "-o", out, "./experiments/train"], cwd=root,
+                   env=go_env(root, GOEXPERIMENT="simd"), check=True)
 
 
 GO_LINE = re.compile(r"^BenchmarkStep/C=(\d+)/(\w+)-\d+\s+\d+\s+(.*)$")
@@ -273,9 +284,11 @@ def time_go(binary, root, method, classes, steps):
 
 
 def go_versions(root):
-    version = subprocess.run(["go", "version"], capture_output=True, text=True, check=True).stdout.split()[2]
+    env = go_env(root)
+    version = subprocess.run(["go", "version"], cwd=root, env=env, capture_output=True, text=True,
+                             check=True).stdout.split()[2]
     mods = subprocess.run(["go", "list", "-m", "github.com/gomlx/gomlx", "github.com/gomlx/compute"], cwd=root,
-                          capture_output=True, text=True, check=True).stdout.split("\n")
+                          env=env, capture_output=True, text=True, check=True).stdout.split("\n")
     return version, ", ".join(m for m in mods if m)
 
 

@@ -4,7 +4,6 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/support/exceptions"
 )
@@ -93,7 +92,7 @@ func solveCG(sys cgSystem, s CGSettings, inLoop bool) CGResult {
 	threshold := Mul(Scalar(g, dtype, s.Tolerance*s.Tolerance), ref)
 	rr := vecDot(r, r)
 	zero := ScalarZero(g, dtype)
-	state := cgState{k: Const(g, int32(0)), x: x, r: r, p: r, rr: rr, beta: zero, res2: rr, stop: Const(g, int32(0))}
+	state := cgState{k: Const(g, int32(0)), x: x, r: r, p: r, rr: rr, beta: zero, res2: rr, stop: Const(g, false)}
 	if sys.curvatureNorm {
 		state.cp = vecZerosLike(rhs)
 	}
@@ -101,7 +100,7 @@ func solveCG(sys cgSystem, s CGSettings, inLoop bool) CGResult {
 
 	body := func(st cgState) cgState { return cgIteration(sys, st, maxIter, threshold) }
 	if inLoop {
-		cond := func(st cgState) *Node { return LogicalNot(st.stopped()) }
+		cond := func(st cgState) *Node { return LogicalNot(st.stop) }
 		if !sys.curvatureNorm {
 			cond = func(st cgState) *Node { return euclideanActive(st, maxIter, threshold) }
 		}
@@ -128,18 +127,16 @@ func solveCG(sys cgSystem, s CGSettings, inLoop bool) CGResult {
 
 // cgState is the loop state of CG: iteration count k, iterate x, residual r, direction p,
 // ‖r‖², and for the C-seminorm test C p_{k−1} (cp, nil for the Euclidean test), β_{k−1} and the
-// last tested ‖r‖_C²; stop is 1 once the iterate is final. (stop is an int32 rather than a bool:
-// GoMLX v0.28.3's Go backend fails on boolean While state.)
+// last tested ‖r‖_C²; stop is true once the iterate is final.
 type cgState struct {
 	k, rr, beta, res2, stop *Node
 	x, r, p, cp             Vec
 }
 
-func (st cgState) stopped() *Node { return GreaterThan(st.stop, ZerosLike(st.stop)) }
-
-// flatten lists the state for a While loop, the iterate x last. compute v0.1.3's Go backend fails
-// ("index out of range") on a graph whose only outputs are early outputs of a While loop (a
-// caller that keeps only the iterate, Direction.Solution); with x the loop's last output it runs.
+// flatten lists the state for a While loop, the iterate x last. The pure-Go backend (compute
+// v0.1.3 to v0.1.14) fails ("index out of range") on a graph whose only outputs are early outputs
+// of a While loop (a caller that keeps only the iterate, Direction.Solution); with x the loop's
+// last output it runs.
 func (st cgState) flatten() []*Node {
 	out := []*Node{st.k, st.rr, st.beta, st.res2, st.stop}
 	for _, v := range []Vec{st.r, st.p, st.cp, st.x} {
@@ -174,8 +171,8 @@ func cgIteration(sys cgSystem, st cgState, maxIter, threshold *Node) cgState {
 	res2 := st.rr
 	if sys.curvatureNorm {
 		cr := vecAxpy(cp, Neg(st.beta), st.cp)
-		res2 = Where(st.stopped(), st.res2, vecDot(st.r, cr))
-		update = LogicalAnd(LogicalNot(st.stopped()),
+		res2 = Where(st.stop, st.res2, vecDot(st.r, cr))
+		update = LogicalAnd(LogicalNot(st.stop),
 			LogicalAnd(GreaterThan(res2, threshold), LessThan(st.k, maxIter)))
 	}
 
@@ -194,7 +191,7 @@ func cgIteration(sys cgSystem, st cgState, maxIter, threshold *Node) cgState {
 		rr:   Where(update, rr, st.rr),
 		beta: Where(update, beta, st.beta),
 		res2: res2,
-		stop: ConvertDType(LogicalNot(update), dtypes.Int32),
+		stop: LogicalNot(update),
 	}
 	if st.cp != nil {
 		next.cp = vecSelect(update, cp, st.cp)
@@ -216,12 +213,12 @@ func vecSelect(mask *Node, onTrue, onFalse Vec) Vec {
 // tolerance is met and keeps the whole solve on the device on XLA.
 //
 // Only operators free of autodiff nodes may run in it (AffineHead's products and the closed-form
-// Gram; see inWhileLoop): GoMLX v0.28.3's pure-Go backend (compute v0.1.3) compiles a closure's
+// Gram; see inWhileLoop): the pure-Go backend (compute v0.1.3 to v0.1.14) compiles a closure's
 // execution plan before its graph optimiser rewires same-rank broadcasts
 // (ImplicitBroadcastFusion), so a Gradient built inside a While body runs a stale plan ("input 0
-// for node Mul not computed yet"). CG on any other operator is unrolled instead.
+// for node Reshape not computed yet"). CG on any other operator is unrolled instead.
 //
-// GoMLX v0.28.3 caches scalar constants per graph rather than per function, so a scalar first
+// GoMLX (v0.28.3 to v0.28.16) caches scalar constants per graph rather than per function, so a scalar first
 // created inside a closure and later requested by the main function (or a sibling closure) is a
 // node of the wrong scope. Building cond and body once in the main function before the closures
 // (dead code, removed by the backends) puts every scalar they use in the cache as a main-function

@@ -1,6 +1,8 @@
 package fgn
 
 import (
+	"fmt"
+
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/support/exceptions"
@@ -52,6 +54,13 @@ func inWhileLoop(lin Linearization) bool {
 //
 // Both reuse the forward nodes of logits, so the forward pass is computed once per step,
 // whatever the number of products.
+//
+// The double VJP needs the gradient of every op's gradient between params and logits. A fused
+// op whose VJP is itself a fused op without a gradient breaks it: layers.Dense builds GoMLX's
+// FusedDense on backends that implement it (the pure-Go backend does), and JVP then panics
+// naming the op. Build such layers from MatMul and Add (as the examples do), or set the
+// environment variable GOMLX_FUSION=false before the graph is built to make GoMLX decompose
+// every fused op.
 func Linearize(logits *Node, params Vec) Linearization {
 	if logits.Rank() != 2 {
 		exceptions.Panicf("fgn.Linearize: logits must be b×C, got %s", logits.Shape())
@@ -78,7 +87,12 @@ func (l *autodiffLinearization) VJP(m *Node) Vec {
 
 func (l *autodiffLinearization) JVP(v Vec) *Node {
 	a := ZerosLike(l.logits)
-	return Gradient(vecDot(l.vjp(a), v), a)[0]
+	var jv *Node
+	if err := exceptions.TryCatch[error](func() { jv = Gradient(vecDot(l.vjp(a), v), a)[0] }); err != nil {
+		panic(fmt.Errorf("fgn.Linearize: J_z v by double VJP needs the gradient of every op's gradient "+
+			"(build fused layers such as layers.Dense from MatMul and Add, or set GOMLX_FUSION=false): %w", err))
+	}
+	return jv
 }
 
 func (l *autodiffLinearization) vjp(m *Node) Vec {

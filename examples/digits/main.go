@@ -19,10 +19,10 @@ import (
 	"time"
 
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/dataset"
-	"github.com/gomlx/gomlx/ml/layers"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train"
 	"github.com/gomlx/gomlx/ml/train/metric"
@@ -70,9 +70,20 @@ type result struct {
 // mlp is the model: logits = tanh(x W₁ + b₁) W₂ + b₂.
 func mlp(hidden int) func(scope *model.Scope, x *Node) *Node {
 	return func(scope *model.Scope, x *Node) *Node {
-		h := Tanh(layers.DenseWithBias(scope.In("hidden"), x, hidden))
-		return layers.DenseWithBias(scope.In("logits"), h, digits.Classes)
+		h := Tanh(affine(scope.In("hidden"), x, hidden))
+		return affine(scope.In("logits"), h, digits.Classes)
 	}
+}
+
+// affine is the layer x W + b with variables W and b of scope, as layers.DenseWithBias
+// initialises them, built from MatMul and Add: layers.Dense builds GoMLX's fused Dense op on
+// backends that have it, whose gradient FGN's autodiff linearisation cannot differentiate
+// again (see fgn.Linearize).
+func affine(scope *model.Scope, x *Node, outputs int) *Node {
+	g := x.Graph()
+	w := scope.VariableWithShape("weights", shapes.Make(x.DType(), x.Shape().Dim(-1), outputs)).NodeValue(g)
+	b := scope.VariableWithShape("biases", shapes.Make(x.DType(), outputs)).NodeValue(g)
+	return Add(MatMul(x, w), ExpandAxes(b, 0))
 }
 
 // run trains a fresh model with every method on the same split and initial weights.

@@ -121,6 +121,22 @@ func TestDockerfileLint(t *testing.T) {
 	if _, err := os.Stat("../../.ci/install.sh"); err != nil {
 		t.Errorf("the Dockerfile runs .ci/install.sh: %v", err)
 	}
+	gomod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	toolchain := regexp.MustCompile(`(?m)^toolchain (go\S+)$`).FindSubmatch(gomod)
+	if toolchain == nil {
+		t.Fatal("go.mod has no toolchain line")
+	}
+	for _, want := range []string{
+		"FROM golang:" + strings.TrimPrefix(string(toolchain[1]), "go") + "-",
+		"GOTOOLCHAIN=" + string(toolchain[1]) + " ",
+	} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("Dockerfile: no %q (go.mod's toolchain line is %s)", want, toolchain[1])
+		}
+	}
 }
 
 // TestEntrypoint runs docker/entrypoint.sh: it keeps an explicit GOMLX_BACKEND, and without one
@@ -151,8 +167,8 @@ func TestDockerfileLintCatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ name, old, new, want string }{
-		{"unpinned base", "FROM golang:1.26.5-bookworm", "FROM golang", "is not pinned"},
-		{"latest tag", "FROM golang:1.26.5-bookworm", "FROM golang:latest", "latest"},
+		{"unpinned base", "FROM golang:1.27.4-bookworm", "FROM golang", "is not pinned"},
+		{"latest tag", "FROM golang:1.27.4-bookworm", "FROM golang:latest", "latest"},
 		{"unknown instruction", "EXPOSE 8888", "EXPOSE 8888\nPUBLISH 8888", "unknown instruction PUBLISH"},
 		{"no install script", "RUN bash .ci/install.sh", "RUN true", ".ci/install.sh"},
 		{"no port", "EXPOSE 8888", "EXPOSE 9999", "EXPOSE 8888"},

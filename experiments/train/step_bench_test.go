@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -75,25 +76,7 @@ func benchmarkStep(b *testing.B, m method.Method, lin method.Linearization, batc
 	cfg.Linearization = lin
 	runtime.GC()
 	baseline := heapBytes()
-	rng := rand.New(rand.NewPCG(1, 2))
-	hData := make([]float32, batch*dim)
-	for i := range hData {
-		hData[i] = float32(rng.NormFloat64())
-	}
-	labelData := make([]int32, batch)
-	for i := range labelData {
-		labelData[i] = int32(rng.IntN(numClasses))
-	}
-	h := tensors.FromFlatDataAndDimensions(hData, batch, dim)
-	labels := tensors.FromValue(labelData)
-
-	store := model.NewStore()
-	scope := store.RootScope()
-	vars := []*model.Variable{
-		scope.VariableWithValue("W", tensors.FromShape(shapes.Make(dtypes.Float32, dim, numClasses))),
-		scope.VariableWithValue("bias", tensors.FromShape(shapes.Make(dtypes.Float32, numClasses))),
-	}
-	step, err := train.NewStep(benchBackend, store, vars, cfg, []*tensors.Tensor{h}, []*tensors.Tensor{labels})
+	step, err := headStep(benchBackend, cfg, batch, dim, numClasses)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -123,6 +106,29 @@ func benchmarkStep(b *testing.B, m method.Method, lin method.Linearization, batc
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/(1<<20), "MiB-alloc/step")
 	b.ReportMetric(peakBytes/(1<<20), "MiB-peak")
 	b.ReportMetric(peakBytes/paramsAndBatch, "peak/(params+batch)")
+}
+
+// headStep builds the step of cfg on be for a zero-initialised linear softmax head (W d×C,
+// bias C) and one batch of b float32 standard normal features with uniform labels (fixed seed).
+func headStep(be compute.Backend, cfg train.StepConfig, batch, dim, numClasses int) (*train.Step, error) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	hData := make([]float32, batch*dim)
+	for i := range hData {
+		hData[i] = float32(rng.NormFloat64())
+	}
+	labelData := make([]int32, batch)
+	for i := range labelData {
+		labelData[i] = int32(rng.IntN(numClasses))
+	}
+	h := tensors.FromFlatDataAndDimensions(hData, batch, dim)
+	labels := tensors.FromValue(labelData)
+	store := model.NewStore()
+	scope := store.RootScope()
+	vars := []*model.Variable{
+		scope.VariableWithValue("W", tensors.FromShape(shapes.Make(dtypes.Float32, dim, numClasses))),
+		scope.VariableWithValue("bias", tensors.FromShape(shapes.Make(dtypes.Float32, numClasses))),
+	}
+	return train.NewStep(be, store, vars, cfg, []*tensors.Tensor{h}, []*tensors.Tensor{labels})
 }
 
 // heapBytes returns the bytes of live and not-yet-collected heap objects.

@@ -11,6 +11,14 @@
 //	                            the jax-cuda13-pjrt Python wheel (jax_plugins/xla_cuda13/)
 //	/abs/path/plugin.so         shorthand for the previous form
 //
+// The pure-Go backend runs with one graph executor (its option num_executors=1; an explicit
+// "go:num_executors=N" overrides it): the operations of a graph run one at a time, each
+// spread over the backend's worker pool. With several executors (compute v0.1.14's default),
+// the idle executors hold pool slots for the whole execution, and a large matrix product in
+// a While loop body then waits forever for a worker (the loop body's executor takes the last
+// slot). The option "parallelism=-1" avoids that wait too, but with it some graphs of compute
+// v0.1.14 fail intermittently ("input 0 for node Sub has been released already").
+//
 // XLA options may follow the plugin after commas (e.g. "xla:cuda,preallocate=false"). PJRT
 // plugins are never downloaded: a plugin that is not installed is an error that says what to
 // install or where to point GOMLX_BACKEND.
@@ -39,6 +47,10 @@ import (
 
 // EnvVar is the environment variable that selects the backend.
 const EnvVar = compute.ConfigEnvVar
+
+// goDefaults precede the pure-Go backend's options, which are applied in order, so that the
+// user's own options override them (see the package documentation).
+const goDefaults = "num_executors=1,"
 
 // New returns the backend selected by GOMLX_BACKEND (see the package documentation), the
 // pure-Go backend when it is unset or empty. Its errors name the variable.
@@ -70,7 +82,7 @@ func NewWithConfig(config string) (b compute.Backend, err error) {
 	name, options, _ := strings.Cut(config, ":")
 	switch name {
 	case "", gobackend.BackendName:
-		return gobackend.New(options)
+		return gobackend.New(goDefaults + options)
 	case xla.BackendName:
 		return newXLA(options)
 	default:

@@ -11,6 +11,8 @@ func TestNewWithConfig(t *testing.T) {
 	}{
 		{"", "go", ""},
 		{"go", "go", ""},
+		{"go:num_executors=2,ops_sequential", "go", ""},
+		{"go:num_executors=x", "", "invalid value for \"num_executors\""},
 		{"tpu:0", "", "unknown backend \"tpu\""},
 		{"xla", "", "needs a PJRT plugin"},
 		{"xla:/nonexistent/pjrt_plugin.so", "", "PJRT plugin file /nonexistent/pjrt_plugin.so cannot be used"},

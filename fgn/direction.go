@@ -55,7 +55,7 @@ func LossGradient(lin Linearization, labels *Node) (loss *Node, grad Vec) {
 func (m *Margin) Gradient(lin Linearization) Vec {
 	b := float64(m.S.Shape().Dim(0))
 	j := MarginJacobian{Lin: lin, GradS: m.GradS}
-	return vecScale(Scalar(m.S.Graph(), m.S.DType(), 1/b), j.VJP(m.PDagger))
+	return j.VJP(MulScalar(m.PDagger, 1/b)) // scaled in row space: b entries, not the parameters
 }
 
 // rowStart is the CG start of the row-space solve: nil (zero) or {u0}.

@@ -241,7 +241,7 @@ func Caption(ts *Tables) (string, error) {
 	fmt.Fprintf(&b, "(a) Steady-state time of one optimiser step (logits, direction and parameter update in one compiled graph) "+
 		"of a linear softmax head on fixed Gaussian features, against the number of classes C; median over the timed steps, "+
 		"interquartile range shaded; the step is the training loop's, with hᵀ (and the feature Gram h hᵀ + 1 for FGN (closed-form Gram)) "+
-		"laid out once per static batch, untimed. Adam is GoMLX's optimizer.Adam on the head's closed-form gradient; SGN is parameter-space CG on "+
+		"laid out once per static batch, untimed. Adam (GoMLX's defaults, updating in place) is on the head's closed-form gradient; SGN is parameter-space CG on "+
 		"the full softmax GGN; FGN (closed-form Gram) is row-space CG (eq. 4.6) on the closed-form affine-head row Gram of appendix F.2; "+
 		"FGN (matrix-free) is the same row-space CG applying the row operator by one JVP and one VJP of the head per iteration (eq. 4.8), "+
 		"the products SGN uses. λ = 1, CG budget 5. %s. %s. Profile %s.\n",

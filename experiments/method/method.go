@@ -15,7 +15,8 @@ import (
 type Method string
 
 const (
-	// Adam is GoMLX's Adam (optimizer.Adam) on the batch gradient of fgn.LossGradient, the
+	// Adam is Adam with GoMLX's defaults (the algorithm of optimizer.Adam, built by the step
+	// builder so that it updates in place) on the batch gradient of fgn.LossGradient, the
 	// first-order baseline.
 	Adam Method = "adam"
 	// SGN is the full softmax-GGN baseline (fgn.SGN): parameter-space CG, warm-started.

@@ -6,13 +6,10 @@ import (
 	"time"
 
 	"github.com/gomlx/compute"
-	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/gomlx/gomlx/ml/train/optimizer"
-	"github.com/gomlx/gomlx/support/exceptions"
 
 	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/fgn"
@@ -116,9 +113,9 @@ type StepResult struct {
 // features xs (b×d float32) and labels ys (b int32). It computes the layouts of every batch's
 // frozen features that the step takes (hᵀ on an affine head with exact products, and the feature
 // Gram h hᵀ + 1 for FGN (closed-form Gram)) once, timing them (LayoutSeconds), and compiles the
-// step; Run then runs it on a batch. Adam steps with the gradient of fgn.LossGradient, one VJP of
-// the linearisation: in closed form on an affine head with exact products, by autodiff otherwise.
-// Like FGN and SGN, it skips a step that is not finite.
+// step; Run then runs it on a batch. Adam (adamUpdate) steps with the gradient of
+// fgn.LossGradient, one VJP of the linearisation: in closed form on an affine head with exact
+// products, by autodiff otherwise. Like FGN and SGN, it skips a step that is not finite.
 func NewStep(be compute.Backend, store *model.Store, vars []*model.Variable, cfg StepConfig, xs, ys []*tensors.Tensor) (*Step, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -128,13 +125,8 @@ func NewStep(be compute.Backend, store *model.Store, vars []*model.Variable, cfg
 	}
 	cfg = cfg.resolved()
 	var gn fgn.Optimizer
-	var adam optimizer.Interface
 	switch cfg.Method {
 	case method.Adam:
-		adam = optimizer.Adam().LearningRate(cfg.Settings.LearningRate).Done()
-		if err := materializeState(be, store, vars, adam); err != nil {
-			return nil, err
-		}
 	case method.SGN:
 		gn = fgn.SGN().WithSettings(cfg.Settings).DampingPolicy(cfg.DampingPolicy).Done()
 	default:
@@ -175,8 +167,8 @@ func NewStep(be compute.Backend, store *model.Store, vars []*model.Variable, cfg
 			gram = in[3]
 		}
 		lin := cfg.Model.linearize(vars, in[0], cfg.Linearization, ht, gram)
-		if adam != nil {
-			return adamStep(scope, adam, vars, lin, in[1])
+		if cfg.Method == method.Adam {
+			return adamStep(scope, vars, lin, in[1], cfg.Settings.LearningRate)
 		}
 		return gnStep(scope, gn, lin, in[1])
 	})
@@ -247,106 +239,19 @@ func gnStep(scope *model.Scope, gn fgn.Optimizer, lin fgn.Linearization, labels 
 		dd.Accepted}
 }
 
-// adamStep builds Adam's step on the batch gradient g = (1/b) J_zᵀ (p − y) of lin
-// (fgn.Margin.Gradient, as fgn.LossGradient, eqs. 2.11, 3.8: one VJP, in closed form on an
-// affine head, a reverse pass of autodiff otherwise) and returns Step's outputs (gnStep), with
-// zero CG iterations and residual and NaN damping telemetry.
-func adamStep(scope *model.Scope, adam optimizer.Interface, vars []*model.Variable, lin fgn.Linearization, labels *Node) []*Node {
+// adamStep builds Adam's step (adamUpdate) with learning rate lr on the batch gradient
+// g = (1/b) J_zᵀ (p − y) of lin (fgn.Margin.Gradient, as fgn.LossGradient, eqs. 2.11, 3.8: one
+// VJP, in closed form on an affine head, a reverse pass of autodiff otherwise) and returns Step's
+// outputs (gnStep), with zero CG iterations and residual and NaN damping telemetry.
+func adamStep(scope *model.Scope, vars []*model.Variable, lin fgn.Linearization, labels *Node, lr float64) []*Node {
 	g := labels.Graph()
 	margin := fgn.NewMargin(lin.Logits(), labels)
 	loss := ReduceAllMean(margin.Loss)
-	finite := guardedAdamUpdate(scope, adam, vars, loss, margin.Gradient(lin))
+	finite := adamUpdate(scope, vars, margin.Gradient(lin), lr, loss)
 	zero := ScalarZero(g, loss.DType())
 	nan := Scalar(g, loss.DType(), math.NaN())
 	return []*Node{loss, zero, zero, ReduceAllMean(margin.PDagger), ReduceAllMean(margin.Xi),
 		nan, nan, nan, nan, nan, finite, finite}
-}
-
-// guardedAdamUpdate builds Adam's update of the model variables vars with their gradients grad
-// (in the order of vars), such that a step whose loss, gradient or updated parameters are not
-// finite leaves every variable of the store unchanged (FGN and SGN do the same by themselves, see
-// fgn.Direction.Finite). It returns that condition (a boolean scalar).
-//
-// The moments need no test of their own: the gradient passes only when ‖g‖² is finite, so every
-// g_i² is, and with finite moments before the step m ← β₁m + (1−β₁)g and v ← β₂v + (1−β₂)g² are
-// finite after it. The test therefore reads the gradient and the updated parameters once each
-// (fgn.AllFinite of g² and of the parameters), and the selection of old or new values is on a
-// scalar (no mask the size of the parameters).
-//
-// Adam creates its state variables (moments, step counters) the first time its update is built;
-// NewStep builds it once into a throwaway graph first (materializeState), so that they are in
-// the store and their values before the step are known here.
-func guardedAdamUpdate(scope *model.Scope, adam optimizer.Interface, vars []*model.Variable, loss *Node, grad fgn.Vec) *Node {
-	g := loss.Graph()
-	var all []*model.Variable
-	var before []*Node
-	for v := range scope.Store().IterVariables() {
-		all = append(all, v)
-		before = append(before, v.NodeValue(g))
-	}
-	squares := make(fgn.Vec, len(grad))
-	for k, x := range grad {
-		squares[k] = Square(x)
-	}
-	finite := LogicalAnd(IsFinite(loss), fgn.AllFinite(squares))
-	// Adam takes the gradients in the order in which it visits the trainable variables it steps.
-	gradOf := make(map[*model.Variable]*Node, len(vars))
-	for k, v := range vars {
-		gradOf[v] = grad[k]
-	}
-	var ordered []*Node
-	for v := range scope.IterVariables() {
-		if v.Trainable && v.InUseByGraph(g) {
-			x, ok := gradOf[v]
-			if !ok {
-				exceptions.Panicf("train: Adam steps the trainable variable %q, which is not a model parameter", v.Path())
-			}
-			ordered = append(ordered, x)
-		}
-	}
-	adam.(gradientsUpdater).UpdateGraphWithGradients(scope, ordered, loss.DType())
-	updated := make(fgn.Vec, len(vars))
-	for k, v := range vars {
-		updated[k] = v.NodeValue(g)
-	}
-	finite = LogicalAnd(finite, fgn.AllFinite(updated))
-	for k, v := range all {
-		if v.ChangedInGraph(g) {
-			v.SetNodeValue(Where(finite, v.NodeValue(g), before[k]))
-		}
-	}
-	return finite
-}
-
-// materializeState builds opt's update of vars into a throwaway graph, which creates the
-// optimizer's state variables in store.
-func materializeState(be compute.Backend, store *model.Store, vars []*model.Variable, opt optimizer.Interface) error {
-	probe, err := model.NewExec(be, store, func(scope *model.Scope, g *Graph) *Node {
-		var loss *Node
-		for _, v := range vars {
-			term := ReduceAllSum(v.NodeValue(g))
-			if loss == nil {
-				loss = term
-			} else {
-				loss = Add(loss, term)
-			}
-		}
-		opt.UpdateGraph(scope, g, loss)
-		return loss
-	})
-	if err != nil {
-		return err
-	}
-	defer probe.Finalize()
-	if _, err := probe.Compile(); err != nil {
-		return fmt.Errorf("creating the optimizer's state: %w", err)
-	}
-	return nil
-}
-
-// gradientsUpdater is the part of GoMLX's optimizers (Adam, SGD) that takes precomputed gradients.
-type gradientsUpdater interface {
-	UpdateGraphWithGradients(scope *model.Scope, grads []*Node, lossDType dtypes.DType)
 }
 
 // perBatch computes fn(x) for every static batch x once, returning the results and the time it took.

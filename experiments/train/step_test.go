@@ -1,6 +1,7 @@
 package train
 
 import (
+	"bytes"
 	"math"
 	"strings"
 	"testing"
@@ -181,6 +182,77 @@ func TestStepErrors(t *testing.T) {
 	for _, k := range []int{-1, 1} {
 		if _, err := step.Run(k); err == nil || !strings.Contains(err.Error(), "out of range [0, 1)") {
 			t.Errorf("Run(%d) on 1 batch: error %v, want one saying the batch is out of range", k, err)
+		}
+	}
+}
+
+// TestStepNotFiniteChangesNothing takes two good steps of every method and model, then steps on
+// batches that cannot give a finite step: a NaN feature and, on the affine head, features so large
+// (1e30) that the gradient's squares and the feature Gram overflow float32 (an MLP's tanh layer
+// saturates on them, a finite step). Each such step must report itself not finite and leave every
+// variable of the store (parameters, Adam's moments and step count, the warm start) bit for bit as
+// it was, except GoMLX's global step, which the fgn optimizers advance on every step tried, as
+// GoMLX's training loop counts them.
+func TestStepNotFiniteChangesNothing(t *testing.T) {
+	trainSet, _ := problem(t, 16, 6, 4)
+	x, y := gather(trainSet, nil)
+	bad := func(value float32) *tensors.Tensor {
+		data := append([]float32(nil), trainSet.X...)
+		for k := range trainSet.D {
+			data[5*trainSet.D+k] = value
+		}
+		return tensors.FromFlatDataAndDimensions(data, trainSet.N, trainSet.D)
+	}
+	xs := []*tensors.Tensor{x, bad(float32(math.NaN())), bad(1e30)}
+	ys := []*tensors.Tensor{y, y, y}
+	for _, m := range []Model{{}, {Hidden: 5}} {
+		for _, meth := range method.Methods {
+			if meth == method.FGN && m.Hidden > 0 {
+				continue
+			}
+			t.Run(string(meth)+"/"+m.String(), func(t *testing.T) {
+				store := model.NewStore()
+				vars := m.initialize(store.RootScope().In("model"), trainSet.D, 4, 3)
+				step, err := NewStep(testBackend, store, vars, StepConfig{Method: meth, Model: m, Settings: method.DefaultSettings(meth)}, xs, ys)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer step.Finalize()
+				for range 2 {
+					if r, err := step.Run(0); err != nil || !r.Finite {
+						t.Fatalf("good batch: finite %v, error %v", r.Finite, err)
+					}
+				}
+				snapshot := func() map[string][]byte {
+					values := map[string][]byte{}
+					for v := range store.IterVariables() {
+						if err := v.MustValue().ConstBytes(func(b []byte) { values[v.Path()] = bytes.Clone(b) }); err != nil {
+							t.Fatal(err)
+						}
+					}
+					return values
+				}
+				badBatches := map[int]string{1: "a NaN feature", 2: "features of 1e30"}
+				if m.Hidden > 0 {
+					delete(badBatches, 2)
+				}
+				for k, name := range badBatches {
+					before := snapshot()
+					r, err := step.Run(k)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if r.Finite || r.Accepted {
+						t.Errorf("batch with %s: finite %v, accepted %v; want neither", name, r.Finite, r.Accepted)
+					}
+					after := snapshot()
+					for path, b := range before {
+						if path != "/"+optimizer.GlobalStepVariableName && !bytes.Equal(b, after[path]) {
+							t.Errorf("batch with %s changed variable %s", name, path)
+						}
+					}
+				}
+			})
 		}
 	}
 }

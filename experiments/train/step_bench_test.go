@@ -45,10 +45,18 @@ var benchSteps = []struct {
 // step computes the logits, the direction and the parameter update inside one compiled graph;
 // the parameters stay on the device between steps and hᵀ and the feature Gram h hᵀ + 1 are laid
 // out once per batch, as in training on frozen features. It reports ms/step, MiB allocated on
-// the Go heap per step, and the peak of the Go heap during the timed steps (parameters, batch,
-// per-batch layouts, optimiser state and every temporary, including the steps' garbage not yet
-// collected and the backend's pooled buffers; the compilation's garbage is collected after the
-// warm-up step) in MiB and as a multiple of parameters + batch.
+// the Go heap per step, and two peaks of the Go heap above the heap before the benchmark
+// allocated anything:
+//   - MiB-live-peak (and as a multiple of parameters + batch, live-peak/(params+batch)): the
+//     memory a step holds (parameters, batch, per-batch layouts, optimiser state, the step's
+//     temporaries and the buffers the backend pooled since the last collection), sampled right
+//     after every collection while the collector runs back to back through liveSteps untimed
+//     steps (sampleLivePeak);
+//   - MiB-heap-peak: the largest heap sampled every 200 µs during the timed steps under the
+//     default collector, which lets garbage grow to about the live heap before collecting it
+//     (GOGC=100), so the live peak plus up to as much garbage.
+//
+// The compilation's garbage is collected after the warm-up step.
 func BenchmarkStep(b *testing.B) {
 	for _, numClasses := range []int{16, 256, 4096} {
 		for _, s := range benchSteps {
@@ -74,7 +82,8 @@ func benchmarkStep(b *testing.B, m method.Method, lin method.Linearization, batc
 	}
 	cfg := profile.StepConfig(m)
 	cfg.Linearization = lin
-	runtime.GC()
+	runtime.GC() // twice: the first collection moves the pools of earlier benchmarks to their victim caches,
+	runtime.GC() // the second frees them
 	baseline := heapBytes()
 	step, err := headStep(benchBackend, cfg, batch, dim, numClasses)
 	if err != nil {
@@ -100,12 +109,54 @@ func benchmarkStep(b *testing.B, m method.Method, lin method.Linearization, batc
 	b.StopTimer()
 	runtime.ReadMemStats(&after)
 	close(stop)
-	peakBytes := float64(<-peak) - float64(baseline)
+	heapPeak := float64(<-peak) - float64(baseline)
+	livePeak, err := sampleLivePeak(step)
+	if err != nil {
+		b.Fatal(err)
+	}
+	livePeak -= float64(baseline)
 	paramsAndBatch := float64(4 * (dim*numClasses + numClasses + batch*dim + batch))
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/step")
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/(1<<20), "MiB-alloc/step")
-	b.ReportMetric(peakBytes/(1<<20), "MiB-peak")
-	b.ReportMetric(peakBytes/paramsAndBatch, "peak/(params+batch)")
+	b.ReportMetric(livePeak/(1<<20), "MiB-live-peak")
+	b.ReportMetric(livePeak/paramsAndBatch, "live-peak/(params+batch)")
+	b.ReportMetric(heapPeak/(1<<20), "MiB-heap-peak")
+}
+
+// liveSteps is the number of untimed steps sampleLivePeak runs.
+const liveSteps = 3
+
+// sampleLivePeak runs liveSteps steps while another goroutine collects garbage back to back,
+// and returns the largest heap (live and uncollected objects) read right after a collection:
+// what the steps hold, including the buffers the backend pooled since the collection before.
+// It first collects twice, which frees the buffers pooled during earlier steps (a pool keeps
+// its objects through one collection).
+func sampleLivePeak(step *train.Step) (float64, error) {
+	runtime.GC()
+	runtime.GC()
+	stop := make(chan struct{})
+	peak := make(chan uint64)
+	go func() {
+		var largest uint64
+		for {
+			runtime.GC()
+			largest = max(largest, heapBytes())
+			select {
+			case <-stop:
+				peak <- largest
+				return
+			default:
+			}
+		}
+	}()
+	var err error
+	for range liveSteps {
+		if _, err = step.Run(0); err != nil {
+			break
+		}
+	}
+	close(stop)
+	return float64(<-peak), err
 }
 
 // headStep builds the step of cfg on be for a zero-initialised linear softmax head (W d×C,

@@ -44,7 +44,7 @@ func (a *AffineHead) Params() Vec   { return Vec{a.W, a.Bias} }
 func (a *AffineHead) whileSafe()    {}
 
 func (a *AffineHead) VJP(m *Node) Vec {
-	return Vec{MatMul(a.HT, m), sumFirstAxis(m)}
+	return Vec{MatMul(a.HT, m), ReduceSum(m, 0)}
 }
 
 func (a *AffineHead) JVP(v Vec) *Node {

@@ -22,7 +22,7 @@ func (j MarginJacobian) VJP(a *Node) Vec {
 
 // JVP returns J β ∈ R^b for β in parameter space.
 func (j MarginJacobian) JVP(beta Vec) *Node {
-	return sumLastAxis(Mul(j.Lin.JVP(beta), j.GradS))
+	return ReduceSum(Mul(j.Lin.JVP(beta), j.GradS), -1)
 }
 
 // FGNRowOperator returns the whitened row-space operator of eq. (4.8),

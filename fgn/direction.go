@@ -73,9 +73,9 @@ func AllFinite(v Vec) *Node {
 	if len(v) == 0 {
 		exceptions.Panicf("fgn.AllFinite: no tensor given")
 	}
-	finite := IsFinite(sumAll(v[0]))
+	finite := IsFinite(ReduceAllSum(v[0]))
 	for _, x := range v[1:] {
-		finite = LogicalAnd(finite, IsFinite(sumAll(x)))
+		finite = LogicalAnd(finite, IsFinite(ReduceAllSum(x)))
 	}
 	return finite
 }

@@ -9,12 +9,12 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 )
 
-// TestAllFinite checks sumAll (the sum of all entries, through the matrix kernel for rank ≥ 2)
-// against a float64 sum and AllFinite against the entries, for every rank the parameters of a
-// model may have and for NaN and ±Inf entries anywhere.
+// TestAllFinite checks ReduceAllSum, which AllFinite relies on, against a float64 sum and
+// AllFinite against the entries, for every rank the parameters of a model may have and for NaN
+// and ±Inf entries anywhere.
 func TestAllFinite(t *testing.T) {
 	inf, nan := math.Inf(1), math.NaN()
-	// A float32 matrix large enough for the Go backend's blocked (SIMD) matrix kernel, once with
+	// A float32 matrix large enough for the Go backend's vectorised (SIMD) reduction, once with
 	// integer entries (exact sums) and once with a NaN and once with an Inf deep inside.
 	large := func(bad float64) [][]float64 {
 		m := make([][]float64, 300)
@@ -56,7 +56,7 @@ func TestAllFinite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			out := run(t, func(in []*Node) []*Node {
 				one, zero := OnesLike(in[1]), ZerosLike(in[1])
-				return []*Node{sumAll(in[0]), Where(AllFinite(Vec{in[1], in[0]}), one, zero)}
+				return []*Node{ReduceAllSum(in[0]), Where(AllFinite(Vec{in[1], in[0]}), one, zero)}
 			}, tc.x, 1.0)
 			if finite := out[1][0] == 1; finite != tc.finite {
 				t.Fatalf("AllFinite = %v, want %v", finite, tc.finite)
@@ -71,7 +71,7 @@ func TestAllFinite(t *testing.T) {
 			for _, v := range tc.flat {
 				want += v
 			}
-			check(t, "sumAll vs float64 sum", math.Abs(out[0][0]-want)/math.Max(math.Abs(want), 1), 1e-15)
+			check(t, "ReduceAllSum vs float64 sum", math.Abs(out[0][0]-want)/math.Max(math.Abs(want), 1), 1e-15)
 		})
 	}
 }

@@ -3,7 +3,6 @@ package fgn
 import (
 	"fmt"
 
-	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/support/exceptions"
 )
@@ -99,36 +98,11 @@ func (l *autodiffLinearization) vjp(m *Node) Vec {
 	return Gradient(ReduceAllSum(Mul(l.logits, m)), l.params...)
 }
 
-// sumFirstAxis returns Σ_i x_ij of a matrix x (n×m) and sumLastAxis Σ_j x_ij, each as a product
-// with a vector of ones: the pure-Go backend runs reductions as generic element loops but
-// products on its vectorised matrix kernels, and other backends treat both forms alike.
-func sumFirstAxis(x *Node) *Node {
-	return Reshape(MatMul(Ones(x.Graph(), shapes.Make(x.DType(), 1, x.Shape().Dim(0))), x), x.Shape().Dim(1))
-}
-
-func sumLastAxis(x *Node) *Node {
-	return Reshape(MatMul(x, Ones(x.Graph(), shapes.Make(x.DType(), x.Shape().Dim(1), 1))), x.Shape().Dim(0))
-}
-
-// sumAll returns the sum of all entries of x (scalar). A tensor of rank ≥ 2 is first summed over
-// all but its last axis with sumFirstAxis, for the reason given there; a NaN or ±Inf entry makes
-// the sum NaN or ±Inf either way.
-func sumAll(x *Node) *Node {
-	if x.Rank() > 2 {
-		// A backend may copy x here (the Go backend does unless this is x's last use).
-		x = Reshape(x, -1, x.Shape().Dimensions[x.Rank()-1])
-	}
-	if x.Rank() == 2 {
-		x = sumFirstAxis(x)
-	}
-	return ReduceAllSum(x)
-}
-
 // vecDot returns Σ_k ⟨a_k, b_k⟩ as a scalar node.
 func vecDot(a, b Vec) *Node {
 	var sum *Node
 	for k := range a {
-		term := sumAll(Mul(a[k], b[k]))
+		term := ReduceAllSum(Mul(a[k], b[k]))
 		if sum == nil {
 			sum = term
 		} else {

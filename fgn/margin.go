@@ -82,7 +82,7 @@ func NewMargin(logits, labels *Node) *Margin {
 	competitors := Where(isTrue, Scalar(g, dtype, math.Inf(-1)), logits)
 	m := StopGradient(ReduceMax(competitors, -1))
 	shifted := Exp(Sub(competitors, ExpandAxes(m, -1))) // 0 at the true class
-	sumShifted := sumLastAxis(shifted)
+	sumShifted := ReduceSum(shifted, -1)
 	zDagger := Add(m, Log(sumShifted))
 	s := Sub(zDagger, zStar)
 
@@ -90,7 +90,7 @@ func NewMargin(logits, labels *Node) *Margin {
 	pDagger := Logistic(s)
 	pStar := Logistic(Neg(s))
 	loss := Add(Max(s, ZerosLike(s)), Log1p(Exp(Neg(Abs(s)))))
-	loss = Where(IsFinite(sumLastAxis(logits)), loss, Scalar(g, dtype, math.NaN()))
+	loss = Where(IsFinite(ReduceSum(logits, -1)), loss, Scalar(g, dtype, math.NaN()))
 	return &Margin{
 		S:       s,
 		PStar:   pStar,

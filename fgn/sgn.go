@@ -33,7 +33,7 @@ func GGNOperator(lin Linearization, probs, lambda *Node) func(v Vec) Vec {
 	return func(v Vec) Vec {
 		m := lin.JVP(v)
 		pm := Mul(probs, m)
-		cov := MulScalar(Sub(pm, Mul(probs, ExpandAxes(sumLastAxis(pm), -1))), invB)
+		cov := MulScalar(Sub(pm, Mul(probs, ExpandAxes(ReduceSum(pm, -1), -1))), invB)
 		return vecAxpy(lin.VJP(cov), lambda, v)
 	}
 }

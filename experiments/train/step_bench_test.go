@@ -49,9 +49,9 @@ var benchSteps = []struct {
 // allocated anything:
 //   - MiB-live-peak (and as a multiple of parameters + batch, live-peak/(params+batch)): the
 //     memory a step holds (parameters, batch, per-batch layouts, optimiser state, the step's
-//     temporaries and the buffers the backend pooled since the last collection), sampled right
-//     after every collection while the collector runs back to back through liveSteps untimed
-//     steps (sampleLivePeak);
+//     temporaries), sampled while the collector runs back to back through liveSteps untimed
+//     steps (sampleLivePeak): the heap less the buffers the backend has freed to its pool, which
+//     the collector may release;
 //   - MiB-heap-peak: the largest heap sampled every 200 µs during the timed steps under the
 //     default collector, which lets garbage grow to about the live heap before collecting it
 //     (GOGC=100), so the live peak plus up to as much garbage.
@@ -126,11 +126,12 @@ func benchmarkStep(b *testing.B, m method.Method, lin method.Linearization, batc
 // liveSteps is the number of untimed steps sampleLivePeak runs.
 const liveSteps = 3
 
-// sampleLivePeak runs liveSteps steps while another goroutine collects garbage back to back,
-// and returns the largest heap (live and uncollected objects) read right after a collection:
-// what the steps hold, including the buffers the backend pooled since the collection before.
-// It first collects twice, which frees the buffers pooled during earlier steps (a pool keeps
-// its objects through one collection).
+// sampleLivePeak runs liveSteps steps while another goroutine collects garbage back to back, in
+// pairs, and returns the largest heap (live and uncollected objects) read right after a pair:
+// the buffers the steps hold. A buffer the backend has freed to its pool for reuse survives one
+// collection (in the pool's victim cache) and is released by the next, so the second collection
+// of a pair releases what was pooled before the first; the first two collections release what
+// earlier steps pooled.
 func sampleLivePeak(step *train.Step) (float64, error) {
 	runtime.GC()
 	runtime.GC()
@@ -139,6 +140,7 @@ func sampleLivePeak(step *train.Step) (float64, error) {
 	go func() {
 		var largest uint64
 		for {
+			runtime.GC()
 			runtime.GC()
 			largest = max(largest, heapBytes())
 			select {

@@ -396,8 +396,8 @@ def write_section(path, section):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps-small", type=int, default=20, help="timed steps at C=256")
-    parser.add_argument("--steps-large", type=int, default=6, help="timed steps at C=4096")
+    parser.add_argument("--steps-small", type=int, default=40, help="timed steps at C=256")
+    parser.add_argument("--steps-large", type=int, default=12, help="timed steps at C=4096")
     parser.add_argument("--out", default="BENCHMARKS.md", help="file whose peer section is rewritten")
     args = parser.parse_args()
     if args.steps_small < 1 or args.steps_large < 1:

@@ -291,7 +291,8 @@ func AblationFigure(t *report.Table, base, title string) ([]string, error) {
 			return nil, err
 		}
 	}
-	b.Y.Min = 0
+	// Headroom above the largest mean: it is often the CG budget, which the frame would hide.
+	b.Y.Min, b.Y.Max = 0, 1.1*b.Y.Max
 	return plot.SaveRow([]*plot.Plot{a, b}, 1.5*plot.PanelWidth, 1.2*plot.PanelHeight, base)
 }
 

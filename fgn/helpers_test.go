@@ -14,6 +14,7 @@ import (
 
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/graphrun"
+	"github.com/fgn-paper/fgn/internal/randmat"
 )
 
 var testBackend = backend.MustNew()
@@ -30,23 +31,12 @@ type problem struct {
 
 func newProblem(seed uint64, b, d, c, hidden int, scale float64) *problem {
 	rng := rand.New(rand.NewPCG(seed, 7))
-	mat2 := func(r, k int, s float64) [][]float64 {
-		m := make([][]float64, r)
-		for i := range m {
-			m[i] = make([]float64, k)
-			for j := range m[i] {
-				m[i][j] = s * rng.NormFloat64()
-			}
-		}
-		return m
-	}
+	mat2 := func(r, k int, s float64) [][]float64 { return randmat.Matrix(rng, r, k, s) }
 	vec := func(k int, s float64) []float64 { return mat2(1, k, s)[0] }
-	p := &problem{b: b, d: d, c: c, hidden: hidden, h: mat2(b, d, 1), labels: make([]int32, b),
+	p := &problem{b: b, d: d, c: c, hidden: hidden, h: mat2(b, d, 1),
 		w: mat2(d, c, scale), bias: vec(c, scale), w1: mat2(d, hidden, scale), b1: vec(hidden, scale),
 		w2: mat2(hidden, c, scale), b2: vec(c, scale)}
-	for i := range p.labels {
-		p.labels[i] = int32(rng.IntN(c))
-	}
+	p.labels = randmat.Labels(rng, b, c)
 	return p
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/graphrun"
+	"github.com/fgn-paper/fgn/internal/randmat"
 )
 
 // FailedPrefix starts the line Check prints for a failed check; the notebook CI also looks for it.
@@ -106,24 +107,11 @@ func Norm(a []float64) float64 {
 
 // RandMatrix returns an r×c matrix of independent N(0, scale²) entries drawn from rng.
 func RandMatrix(rng *rand.Rand, r, c int, scale float64) [][]float64 {
-	m := make([][]float64, r)
-	for i := range m {
-		m[i] = make([]float64, c)
-		for j := range m[i] {
-			m[i][j] = scale * rng.NormFloat64()
-		}
-	}
-	return m
+	return randmat.Matrix(rng, r, c, scale)
 }
 
 // RandLabels returns n labels drawn uniformly from [0, numClasses).
-func RandLabels(rng *rand.Rand, n, numClasses int) []int32 {
-	y := make([]int32, n)
-	for i := range y {
-		y[i] = int32(rng.IntN(numClasses))
-	}
-	return y
-}
+func RandLabels(rng *rand.Rand, n, numClasses int) []int32 { return randmat.Labels(rng, n, numClasses) }
 
 // Square returns the flat row-major n×n slice as a gonum matrix (copied).
 func Square(flat []float64) *mat.Dense {

@@ -10,6 +10,8 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train"
+
+	"github.com/fgn-paper/fgn/internal/ref"
 )
 
 // lmCases are the assemblies the damping tests run: FGN's three row operators and SGN, on the
@@ -239,7 +241,7 @@ func TestConstantDampingUnchanged(t *testing.T) {
 				m.step(t, opt.LearningRate(alpha).Damping(lambda).Done(), p, 1)
 				if !equalBits(m.flatParams(), want) {
 					t.Errorf("constant damping step differs from w + αd of the direction function: relative %g",
-						relErr(m.flatParams(), want))
+						ref.RelErr(m.flatParams(), want))
 				}
 				for v := range m.store.IterVariables() {
 					if strings.HasSuffix(v.Path(), "/damping") {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
+
+	"github.com/fgn-paper/fgn/internal/ref"
 )
 
 // denseOut runs NewDense for an MLP or affine problem and returns its fields as flat slices.
@@ -44,12 +46,12 @@ func TestTheorem31(t *testing.T) {
 			for i := range sum {
 				sum[i] = dn.kept[i] + dn.droppedOut[i]
 			}
-			check(t, "output space: diag(p)−ppᵀ = kept + dropped", relErr(sum, dn.cov), 1e-13)
+			check(t, "output space: diag(p)−ppᵀ = kept + dropped", ref.RelErr(sum, dn.cov), 1e-13)
 			sum = make([]float64, len(dn.ggn))
 			for i := range sum {
 				sum[i] = dn.fgn[i] + dn.dropped[i]
 			}
-			check(t, "parameter space: H_GGN = H_FGN + dropped", relErr(sum, dn.ggn), 1e-12)
+			check(t, "parameter space: H_GGN = H_FGN + dropped", ref.RelErr(sum, dn.ggn), 1e-12)
 		})
 	}
 }
@@ -60,13 +62,13 @@ func TestProposition32(t *testing.T) {
 		dn := runDense(t, newProblem(4, 3, 3, 6, 4, 1), true)
 		fgnEig := symEigen(t, dn.fgn, dn.d)
 		gapEig := symEigen(t, sub(dn.ggn, dn.fgn), dn.d)
-		scale := maxAbs(symEigen(t, dn.ggn, dn.d))
+		scale := ref.MaxAbs(symEigen(t, dn.ggn, dn.d))
 		check(t, "λ_min(H_FGN) ≥ 0", math.Max(0, -fgnEig[0])/scale, 1e-13)
 		check(t, "λ_min(H_GGN − H_FGN) ≥ 0", math.Max(0, -gapEig[0])/scale, 1e-13)
 	})
 	t.Run("binary exactness", func(t *testing.T) {
 		dn := runDense(t, newProblem(5, 4, 3, 2, 4, 1), true)
-		check(t, "C=2: H_FGN = H_GGN", relErr(dn.fgn, dn.ggn), 1e-13)
+		check(t, "C=2: H_FGN = H_GGN", ref.RelErr(dn.fgn, dn.ggn), 1e-13)
 	})
 	t.Run("one-hot limit", func(t *testing.T) {
 		// Competitor logits at least 798 apart: every entry of ρ but one is below e^{−798}
@@ -81,8 +83,8 @@ func TestProposition32(t *testing.T) {
 			cov := Sub(diagEmbed(m.Rho), outer(m.Rho))
 			return []*Node{m.Xi, cov}
 		}, logits, labels)
-		check(t, "ρ one-hot ⇒ ξ = 0", maxAbs(out[0]), 1e-300)
-		check(t, "ρ one-hot ⇒ dropped covariance = 0", maxAbs(out[1]), 1e-300)
+		check(t, "ρ one-hot ⇒ ξ = 0", ref.MaxAbs(out[0]), 1e-300)
+		check(t, "ρ one-hot ⇒ dropped covariance = 0", ref.MaxAbs(out[1]), 1e-300)
 	})
 	t.Run("gap formula and ξ", func(t *testing.T) {
 		p := newProblem(6, 3, 2, 5, 3, 1)
@@ -114,7 +116,7 @@ func TestProposition32(t *testing.T) {
 				t.Errorf("ξ = %g outside [0, 1−1/(C−1)]", dn.xi[i])
 			}
 		}
-		check(t, "H_GGN − H_FGN = p† Σ ρ_j (J_j − J̄)ᵀ(J_j − J̄)", relErr(sub(dn.ggn, dn.fgn), gap), 1e-12)
+		check(t, "H_GGN − H_FGN = p† Σ ρ_j (J_j − J̄)ᵀ(J_j − J̄)", ref.RelErr(sub(dn.ggn, dn.fgn), gap), 1e-12)
 	})
 }
 
@@ -139,7 +141,7 @@ func TestBatchedIdentities(t *testing.T) {
 			}
 		}
 	}
-	check(t, "g = Jᵀr/b (LossGradient)", relErr(out[0], jtr), 1e-13)
-	check(t, "g = Jᵀr/b (dense J_zᵀ(p−y)/b)", relErr(dn.grad, jtr), 1e-13)
-	check(t, "H_FGN = JᵀQJ/b", relErr(dn.fgn, hq), 1e-13)
+	check(t, "g = Jᵀr/b (LossGradient)", ref.RelErr(out[0], jtr), 1e-13)
+	check(t, "g = Jᵀr/b (dense J_zᵀ(p−y)/b)", ref.RelErr(dn.grad, jtr), 1e-13)
+	check(t, "H_FGN = JᵀQJ/b", ref.RelErr(dn.fgn, hq), 1e-13)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/ml/nn"
 
 	"github.com/fgn-paper/fgn/internal/graphrun"
+	"github.com/fgn-paper/fgn/internal/ref"
 )
 
 // TestLinearizeFusedDense checks Linearize on the MLP built from nn.Dense, the op layers.Dense
@@ -50,7 +51,7 @@ func TestLinearizeFusedDense(t *testing.T) {
 					t.Logf("fused Dense (backend %s) fails as documented: %v", testBackend.Name(), err)
 					return
 				}
-				check(t, "J_z v of the nn.Dense MLP against the MatMul/Add MLP (relative)", relErr(got[0], want), tol)
+				check(t, "J_z v of the nn.Dense MLP against the MatMul/Add MLP (relative)", ref.RelErr(got[0], want), tol)
 			})
 		}
 	}

@@ -2,7 +2,6 @@ package fgn
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -14,7 +13,7 @@ import (
 
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/graphrun"
-	"github.com/fgn-paper/fgn/internal/randmat"
+	"github.com/fgn-paper/fgn/internal/ref"
 )
 
 var testBackend = backend.MustNew()
@@ -31,12 +30,12 @@ type problem struct {
 
 func newProblem(seed uint64, b, d, c, hidden int, scale float64) *problem {
 	rng := rand.New(rand.NewPCG(seed, 7))
-	mat2 := func(r, k int, s float64) [][]float64 { return randmat.Matrix(rng, r, k, s) }
+	mat2 := func(r, k int, s float64) [][]float64 { return ref.RandMatrix(rng, r, k, s) }
 	vec := func(k int, s float64) []float64 { return mat2(1, k, s)[0] }
 	p := &problem{b: b, d: d, c: c, hidden: hidden, h: mat2(b, d, 1),
 		w: mat2(d, c, scale), bias: vec(c, scale), w1: mat2(d, hidden, scale), b1: vec(hidden, scale),
 		w2: mat2(hidden, c, scale), b2: vec(c, scale)}
-	p.labels = randmat.Labels(rng, b, c)
+	p.labels = ref.RandLabels(rng, b, c)
 	return p
 }
 
@@ -101,27 +100,6 @@ func flat64(t *tensors.Tensor) []float64 {
 		panic(err)
 	}
 	return out
-}
-
-// relErr returns ‖a−b‖/max(‖b‖, tiny).
-func relErr(a, b []float64) float64 {
-	if len(a) != len(b) {
-		return math.Inf(1)
-	}
-	var num, den float64
-	for i := range a {
-		num += (a[i] - b[i]) * (a[i] - b[i])
-		den += b[i] * b[i]
-	}
-	return math.Sqrt(num) / math.Max(math.Sqrt(den), 1e-300)
-}
-
-func maxAbs(a []float64) float64 {
-	m := 0.0
-	for _, x := range a {
-		m = math.Max(m, math.Abs(x))
-	}
-	return m
 }
 
 func sub(a, b []float64) []float64 {

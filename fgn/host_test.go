@@ -9,6 +9,8 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
+
+	"github.com/fgn-paper/fgn/internal/ref"
 )
 
 func TestAffineDirectionBadInput(t *testing.T) {
@@ -83,7 +85,7 @@ func TestAffineDirectionLabelTypes(t *testing.T) {
 			t.Errorf("labels %T: %v", labels, err)
 			continue
 		}
-		if d := relErr(flat64(got.DW), flat64(want.DW)); d != 0 {
+		if d := ref.RelErr(flat64(got.DW), flat64(want.DW)); d != 0 {
 			t.Errorf("labels %T: direction differs from int32 labels' by %g", labels, d)
 		}
 	}
@@ -106,7 +108,7 @@ func TestAffineDirectionMethods(t *testing.T) {
 	}
 	flatDir := func(r *AffineResult) []float64 { return append(flat64(r.DW), flat64(r.DBias)...) }
 	for _, m := range []Method{MethodFGNMatrixFree, MethodFGNAutodiff} {
-		check(t, m.String()+" vs "+MethodFGN.String()+" (float32)", relErr(flatDir(results[m]), flatDir(results[MethodFGN])), 1e-5)
+		check(t, m.String()+" vs "+MethodFGN.String()+" (float32)", ref.RelErr(flatDir(results[m]), flatDir(results[MethodFGN])), 1e-5)
 	}
 	negGrad := flatDir(results[MethodGradient])
 	for m, r := range results {

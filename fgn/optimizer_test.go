@@ -12,6 +12,8 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
+
+	"github.com/fgn-paper/fgn/internal/ref"
 )
 
 // optModel holds a problem's parameters as model variables (float64) and builds the
@@ -173,7 +175,7 @@ func TestOptimizerStepMatchesDense(t *testing.T) {
 				for k := range neg {
 					neg[k] = -dn.grad[k]
 				}
-				check(t, "(w⁺−w)/α vs dense (H+λI)⁻¹(−g)", relErr(moved, denseSolve(t, curvature, dn.d, lambda, neg)), 1e-8)
+				check(t, "(w⁺−w)/α vs dense (H+λI)⁻¹(−g)", ref.RelErr(moved, denseSolve(t, curvature, dn.d, lambda, neg)), 1e-8)
 			})
 		}
 	}
@@ -197,7 +199,7 @@ func TestWarmStart(t *testing.T) {
 	w0 := cold.flatParams()
 	cold.step(t, SGN().WarmStart(false).LearningRate(alpha).Done(), p, 1)
 	warm.step(t, SGN().LearningRate(alpha).Done(), p, 1)
-	if d := relErr(warm.flatParams(), cold.flatParams()); d != 0 {
+	if d := ref.RelErr(warm.flatParams(), cold.flatParams()); d != 0 {
 		t.Fatalf("first step: warm start from zero state differs from cold start (rel. diff %g), want bit-identical", d)
 	}
 	step1 := sub(warm.flatParams(), w0)
@@ -208,7 +210,7 @@ func TestWarmStart(t *testing.T) {
 	for _, s := range state() {
 		flatState = append(flatState, flat64(s.(*tensors.Tensor))...)
 	}
-	check(t, "warm-start state = previous direction", relErr(flatState, step1), 1e-13)
+	check(t, "warm-start state = previous direction", ref.RelErr(flatState, step1), 1e-13)
 
 	// A one-iteration warm step is SGNDirection started from the state.
 	oneIt := Settings{Damping: DefaultDamping, CG: CGSettings{MaxIterations: 1, Tolerance: DefaultCGTolerance}}
@@ -226,7 +228,7 @@ func TestWarmStart(t *testing.T) {
 	for k := range moved {
 		moved[k] /= alpha
 	}
-	check(t, "1-iteration warm step vs SGNDirection from the state", relErr(moved, want), 1e-12)
+	check(t, "1-iteration warm step vs SGNDirection from the state", ref.RelErr(moved, want), 1e-12)
 
 	// Run to convergence from the same point: the warm and cold steps agree.
 	a, b := newOptModel(p, true, false), newOptModel(p, true, false)
@@ -234,14 +236,14 @@ func TestWarmStart(t *testing.T) {
 	a.step(t, exact(SGN()), p, 2)
 	b.step(t, exact(SGN()), p, 1)
 	b.step(t, exact(SGN().WarmStart(false)), p, 1)
-	check(t, "converged warm vs cold second step", relErr(a.flatParams(), b.flatParams()), 1e-10)
+	check(t, "converged warm vs cold second step", ref.RelErr(a.flatParams(), b.flatParams()), 1e-10)
 
 	// FGN's optional warm start (the row-space solution u) obeys the same rule.
 	a, b = newOptModel(p, false, false), newOptModel(p, false, false)
 	a.step(t, exact(FGN().WarmStart(true)), p, 2)
 	b.step(t, exact(FGN()), p, 2)
-	check(t, "FGN converged warm vs cold two steps", relErr(a.flatParams(), b.flatParams()), 1e-10)
-	if u := a.store.GetVariable("/FGNOptimizer/row_solution"); u == nil || u.Shape().Dim(0) != p.b || maxAbs(flat64(u.MustValue())) == 0 {
+	check(t, "FGN converged warm vs cold two steps", ref.RelErr(a.flatParams(), b.flatParams()), 1e-10)
+	if u := a.store.GetVariable("/FGNOptimizer/row_solution"); u == nil || u.Shape().Dim(0) != p.b || ref.MaxAbs(flat64(u.MustValue())) == 0 {
 		t.Errorf("FGN warm-start state %v: want a non-zero vector of the batch size %d", u, p.b)
 	}
 }
@@ -327,7 +329,7 @@ func TestNonFiniteStepChangesNothing(t *testing.T) {
 					return all
 				}
 				before := snapshot()
-				if u := m.store.GetVariable("/FGNOptimizer/row_solution"); tc.opt.fgn && (u == nil || maxAbs(flat64(u.MustValue())) == 0) {
+				if u := m.store.GetVariable("/FGNOptimizer/row_solution"); tc.opt.fgn && (u == nil || ref.MaxAbs(flat64(u.MustValue())) == 0) {
 					t.Fatalf("FGN's warm-start state is missing or zero after a step: the test would not see it change")
 				}
 				badH := cast(p.h, dtypes.Float64).([][]float64)
@@ -338,8 +340,8 @@ func TestNonFiniteStepChangesNothing(t *testing.T) {
 				if tensors.ToScalar[bool](out[0]) {
 					t.Errorf("a batch with a %v feature reported a finite step", tc.bad)
 				}
-				if after := snapshot(); relErr(after, before) != 0 || len(after) != len(before) {
-					t.Errorf("a non-finite step changed the variables: relative change %g", relErr(after, before))
+				if after := snapshot(); ref.RelErr(after, before) != 0 || len(after) != len(before) {
+					t.Errorf("a non-finite step changed the variables: relative change %g", ref.RelErr(after, before))
 				}
 			})
 		}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
+
+	"github.com/fgn-paper/fgn/internal/ref"
 )
 
 // TestSaturatedStep checks that with margins |s| up to ~1e4 in float32, where q underflows to 0
@@ -52,7 +54,7 @@ func TestSaturatedStep(t *testing.T) {
 					t.Fatalf("non-finite step or loss: %v", out)
 				}
 			}
-			check(t, "float32 saturated step vs float64 dense solve", relErr(out[0], want), 1e-5)
+			check(t, "float32 saturated step vs float64 dense solve", ref.RelErr(out[0], want), 1e-5)
 		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
+
+	"github.com/fgn-paper/fgn/internal/ref"
 )
 
 // exactCG makes CG run to convergence on a b-dimensional (or small d-dimensional) system.
@@ -49,7 +51,7 @@ func TestEquivalenceLemma(t *testing.T) {
 				dir := tc.fn(in)
 				return []*Node{flattenVec(dir.D), dir.Iterations, dir.Residual}
 			}, inputs...)
-			check(t, "row-space CG vs dense (H_FGN+λI)⁻¹(−g)", relErr(out[0], denseFGNStep(t, dn, exactCG.Damping)), 1e-8)
+			check(t, "row-space CG vs dense (H_FGN+λI)⁻¹(−g)", ref.RelErr(out[0], denseFGNStep(t, dn, exactCG.Damping)), 1e-8)
 			if out[1][0] > float64(p.b)+1 || out[2][0] > exactCG.CG.Tolerance {
 				t.Errorf("CG used %v iterations, residual %v: want ≤ b+1 iterations and residual ≤ %g",
 					out[1][0], out[2][0], exactCG.CG.Tolerance)
@@ -118,7 +120,7 @@ func TestRowSystemIdentities(t *testing.T) {
 			eps[k] += dn.fgn[k*d+l] * dir[l]
 		}
 	}
-	check(t, "ε = −(1/b) J̃ᵀe", relErr(eps, want), 1e-12)
+	check(t, "ε = −(1/b) J̃ᵀe", ref.RelErr(eps, want), 1e-12)
 	kEig := make([]float64, b*b)
 	for i := range b {
 		for j := range b {
@@ -163,7 +165,7 @@ func TestClosures(t *testing.T) {
 		fd := DivScalar(Sub(shifted(1), shifted(-1)), 2*h)
 		return []*Node{j.JVP(dirs), fd, vecDot(j.VJP(in[10]), dirs)}
 	}, append(p.mlpInputs(dtypes.Float64), beta.w1, beta.b1, beta.w2, beta.b2, a)...)
-	check(t, "JVP vs central differences (MLP)", relErr(out[0], out[1]), 1e-8)
+	check(t, "JVP vs central differences (MLP)", ref.RelErr(out[0], out[1]), 1e-8)
 	check(t, "⟨a, Jβ⟩ = ⟨Jᵀa, β⟩", math.Abs(dot(a, out[0])-out[2][0])/math.Abs(out[2][0]), 1e-13)
 
 	q := newProblem(12, 5, 6, 4, 2, 1)
@@ -175,8 +177,8 @@ func TestClosures(t *testing.T) {
 		cot := Tanh(head.Logits()) // any b×C cotangent
 		return []*Node{head.JVP(v), generic.JVP(v), flattenVec(head.VJP(cot)), flattenVec(generic.VJP(cot))}
 	}, append(q.affineInputs(dtypes.Float64), dirs.w, dirs.bias)...)
-	check(t, "generic JVP vs analytic affine J_z v", relErr(aff[1], aff[0]), 1e-14)
-	check(t, "generic VJP vs analytic affine J_zᵀ m", relErr(aff[3], aff[2]), 1e-14)
+	check(t, "generic JVP vs analytic affine J_z v", ref.RelErr(aff[1], aff[0]), 1e-14)
+	check(t, "generic VJP vs analytic affine J_zᵀ m", ref.RelErr(aff[3], aff[2]), 1e-14)
 }
 
 // TestAffineClosedFormMatchesGeneric checks that the closed-form affine Gram (appendix F.2)
@@ -201,8 +203,8 @@ func TestAffineClosedFormMatchesGeneric(t *testing.T) {
 		gen := FGNDirection(generic, in[1], nil, DefaultSettings())
 		return []*Node{k, Concatenate(cols, 1), flattenVec(closed.D), flattenVec(gen.D), closed.Iterations, gen.Iterations}
 	}, p.affineInputs(dtypes.Float64)...)
-	check(t, "closed-form K vs Q^{1/2}JJᵀQ^{1/2} of the closures", relErr(out[0], out[1]), 1e-13)
-	check(t, "closed-form vs generic direction (5 CG iterations)", relErr(out[2], out[3]), 1e-10)
+	check(t, "closed-form K vs Q^{1/2}JJᵀQ^{1/2} of the closures", ref.RelErr(out[0], out[1]), 1e-13)
+	check(t, "closed-form vs generic direction (5 CG iterations)", ref.RelErr(out[2], out[3]), 1e-10)
 	if out[4][0] != out[5][0] {
 		t.Errorf("iterations differ: closed form %v, generic %v", out[4][0], out[5][0])
 	}
@@ -228,6 +230,6 @@ func TestSGNDirection(t *testing.T) {
 			dir := SGNDirection(lin, in[1], x0, exactCG)
 			return []*Node{flattenVec(dir.D)}
 		}, p.mlpInputs(dtypes.Float64)...)
-		check(t, "SGN vs dense (H_GGN+λI)⁻¹(−g)", relErr(out[0], want), 1e-8)
+		check(t, "SGN vs dense (H_GGN+λI)⁻¹(−g)", ref.RelErr(out[0], want), 1e-8)
 	}
 }

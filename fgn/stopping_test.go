@@ -6,6 +6,8 @@ import (
 
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
+
+	"github.com/fgn-paper/fgn/internal/ref"
 )
 
 // confidentlyWrongProblem returns an affine-head batch whose first len(margins) examples have
@@ -95,7 +97,7 @@ func TestStoppingRuleHardBatches(t *testing.T) {
 				}
 				d, iters, res := solve(t, path.dir, cfg, tc.dtype)
 				t.Logf("%v iterations, reported residual %.3g", iters, res)
-				check(t, "direction vs dense (H_FGN+λI)⁻¹(−g)", relErr(d, want), tc.tol)
+				check(t, "direction vs dense (H_FGN+λI)⁻¹(−g)", ref.RelErr(d, want), tc.tol)
 				check(t, "dense parameter residual of the direction", paramResidual(dn.fgn, dn.d, lambda, d, dn.grad), 10*cfg.CG.Tolerance)
 			})
 		}
@@ -119,7 +121,7 @@ func TestStoppingRuleHardBatches(t *testing.T) {
 	for _, path := range paths {
 		t.Run("whitened-row rule/"+path.name, func(t *testing.T) {
 			d, iters, res := solve(t, path.dir, paper, dtypes.Float64)
-			err := relErr(d, want)
+			err := ref.RelErr(d, want)
 			t.Logf("%v iterations, reported whitened residual %.3g, unwhitened row residual %.3g, "+
 				"parameter residual %.3g, error vs dense %.3g", iters, res, unwhitenedRowResidual(t, p, dn, lambda, path.dir, paper),
 				paramResidual(dn.fgn, dn.d, lambda, d, dn.grad), err)
@@ -140,7 +142,7 @@ func TestStoppingRuleHardBatches(t *testing.T) {
 			return []*Node{flattenVec(SGNDirection(affineLin(in), in[1], nil, cfg).D)}
 		}, p.affineInputs(dtypes.Float64)...)[0]
 		t.Logf("paper defaults, rule %s: FGN %v iterations, error vs exact FGN %.3g; SGN error vs exact GGN %.3g",
-			rule, iters, relErr(d, want), relErr(sgn, ggnWant))
+			rule, iters, ref.RelErr(d, want), ref.RelErr(sgn, ggnWant))
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train"
+
+	"github.com/fgn-paper/fgn/internal/ref"
 )
 
 // linearHead is a model this package does not know, with its own closed-form margin Gram: the
@@ -101,7 +103,7 @@ func TestUserGramLinearization(t *testing.T) {
 			t.Run(path.name+" "+op.String(), func(t *testing.T) {
 				grams = 0
 				d := path.step(t, op)
-				check(t, "direction vs dense (H_FGN+λI)⁻¹(−g)", relErr(d, want), 1e-8)
+				check(t, "direction vs dense (H_FGN+λI)⁻¹(−g)", ref.RelErr(d, want), 1e-8)
 				wantGrams := 0
 				if op == ClosedFormGram {
 					wantGrams = 1

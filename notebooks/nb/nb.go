@@ -18,7 +18,7 @@ import (
 
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/graphrun"
-	"github.com/fgn-paper/fgn/internal/randmat"
+	"github.com/fgn-paper/fgn/internal/ref"
 )
 
 // FailedPrefix starts the line Check prints for a failed check; the notebook CI also looks for it.
@@ -72,29 +72,10 @@ func Floats(t *tensors.Tensor) []float64 {
 }
 
 // RelErr returns ‖a−b‖₂ / ‖b‖₂ (‖a−b‖₂ when b = 0); +Inf when the lengths differ.
-func RelErr(a, b []float64) float64 {
-	if len(a) != len(b) {
-		return math.Inf(1)
-	}
-	var num, den float64
-	for i := range a {
-		num += (a[i] - b[i]) * (a[i] - b[i])
-		den += b[i] * b[i]
-	}
-	if den == 0 {
-		return math.Sqrt(num)
-	}
-	return math.Sqrt(num / den)
-}
+func RelErr(a, b []float64) float64 { return ref.RelErr(a, b) }
 
 // MaxAbs returns max_i |a_i| (0 for an empty slice).
-func MaxAbs(a []float64) float64 {
-	m := 0.0
-	for _, x := range a {
-		m = math.Max(m, math.Abs(x))
-	}
-	return m
-}
+func MaxAbs(a []float64) float64 { return ref.MaxAbs(a) }
 
 // Norm returns ‖a‖₂.
 func Norm(a []float64) float64 {
@@ -107,11 +88,11 @@ func Norm(a []float64) float64 {
 
 // RandMatrix returns an r×c matrix of independent N(0, scale²) entries drawn from rng.
 func RandMatrix(rng *rand.Rand, r, c int, scale float64) [][]float64 {
-	return randmat.Matrix(rng, r, c, scale)
+	return ref.RandMatrix(rng, r, c, scale)
 }
 
 // RandLabels returns n labels drawn uniformly from [0, numClasses).
-func RandLabels(rng *rand.Rand, n, numClasses int) []int32 { return randmat.Labels(rng, n, numClasses) }
+func RandLabels(rng *rand.Rand, n, numClasses int) []int32 { return ref.RandLabels(rng, n, numClasses) }
 
 // Square returns the flat row-major n×n slice as a gonum matrix (copied).
 func Square(flat []float64) *mat.Dense {

@@ -1,4 +1,4 @@
-package randmat
+package ref
 
 import (
 	"math"
@@ -7,13 +7,13 @@ import (
 	"testing"
 )
 
-func TestMatrix(t *testing.T) {
+func TestRandMatrix(t *testing.T) {
 	for _, tc := range []struct {
 		r, c  int
 		scale float64
 	}{{1, 1, 1}, {3, 5, 0.5}, {200, 300, 2}} {
-		m := Matrix(rand.New(rand.NewPCG(1, 2)), tc.r, tc.c, tc.scale)
-		again := Matrix(rand.New(rand.NewPCG(1, 2)), tc.r, tc.c, tc.scale)
+		m := RandMatrix(rand.New(rand.NewPCG(1, 2)), tc.r, tc.c, tc.scale)
+		again := RandMatrix(rand.New(rand.NewPCG(1, 2)), tc.r, tc.c, tc.scale)
 		if len(m) != tc.r {
 			t.Fatalf("%d×%d: %d rows", tc.r, tc.c, len(m))
 		}
@@ -38,9 +38,9 @@ func TestMatrix(t *testing.T) {
 	}
 }
 
-func TestLabels(t *testing.T) {
+func TestRandLabels(t *testing.T) {
 	for _, tc := range []struct{ n, classes int }{{1, 1}, {10, 3}, {5000, 7}} {
-		y := Labels(rand.New(rand.NewPCG(3, 4)), tc.n, tc.classes)
+		y := RandLabels(rand.New(rand.NewPCG(3, 4)), tc.n, tc.classes)
 		seen := make([]bool, tc.classes)
 		for i, label := range y {
 			if label < 0 || int(label) >= tc.classes {
@@ -50,6 +50,27 @@ func TestLabels(t *testing.T) {
 		}
 		if len(y) != tc.n || (tc.n >= 1000 && slices.Contains(seen, false)) {
 			t.Errorf("n=%d, %d classes: %d labels, classes seen %v", tc.n, tc.classes, len(y), seen)
+		}
+	}
+}
+
+func TestRelErrMaxAbs(t *testing.T) {
+	inf := math.Inf(1)
+	for _, tc := range []struct {
+		a, b         []float64
+		relErr, maxA float64
+	}{
+		{[]float64{1, 2}, []float64{1, 2}, 0, 2},
+		{[]float64{3, 4}, []float64{0, 0}, 5, 4},
+		{[]float64{1, 0}, []float64{0, 1}, math.Sqrt2, 1},
+		{[]float64{-7}, []float64{1, 2}, inf, 7},
+		{nil, nil, 0, 0},
+	} {
+		if got := RelErr(tc.a, tc.b); got != tc.relErr {
+			t.Errorf("RelErr(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.relErr)
+		}
+		if got := MaxAbs(tc.a); got != tc.maxA {
+			t.Errorf("MaxAbs(%v) = %v, want %v", tc.a, got, tc.maxA)
 		}
 	}
 }

@@ -58,6 +58,8 @@ func TestCLIConventions(t *testing.T) {
 		{"unknown subcommand", []string{"nope"}, "", 2, "", `fgn: unknown subcommand "nope"`},
 		{"train --help", []string{"train", "--help"}, "", 0, "-damping number\n    \tdamping λ for SGN/FGN, the initial λ with --damping-policy lm; a number > 0 (default 1)", ""},
 		{"train -h", []string{"train", "-h"}, "", 0, "usage: fgn train", ""},
+		{"train beyond the machine's memory", []string{"train", "--method", "fgn", "--dim", "2048", "--classes", "100000000", "--out", out},
+			"", 2, "", "GiB available on this machine (MemAvailable in /proc/meminfo)"},
 		{"train alpha default", []string{"train", "--help"}, "", 0, "(default 0.0003 for adam, 0.1 for sgn and fgn)", ""},
 		{"figure --help", []string{"figure", "--help"}, "", 0, "mechanism   Figure 1", ""},
 		{"figure mechanism --help", []string{"figure", "mechanism", "--help"}, "", 0, "-panels string", ""},

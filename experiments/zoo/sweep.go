@@ -182,12 +182,19 @@ func Summary(t *report.Table, w io.Writer) error {
 			gap[o] = min(gap[o], res[[2]string{m, o}].mean-bestAdam[m])
 		}
 	}
-	isGrid := func(o string) bool {
-		return o != FGNDefault && o != SGNDefault && !strings.HasPrefix(o, "Adam")
+	// The defaults first, then Adam, then the grid by decreasing worst gap; the run order within each.
+	rank := func(o string) int {
+		switch {
+		case o == FGNDefault || o == SGNDefault:
+			return 0
+		case strings.HasPrefix(o, "Adam"):
+			return 1
+		}
+		return 2
 	}
 	slices.SortStableFunc(opts, func(a, b string) int {
-		if ga, gb := isGrid(a), isGrid(b); ga != gb || !ga {
-			return cmp.Compare(boolInt(ga), boolInt(gb))
+		if ra, rb := rank(a), rank(b); ra != rb || ra < 2 {
+			return cmp.Compare(ra, rb)
 		}
 		return cmp.Compare(gap[b], gap[a])
 	})
@@ -215,11 +222,4 @@ func Summary(t *report.Table, w io.Writer) error {
 		}
 	}
 	return nil
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/ml/model/initializer"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 	"github.com/gomlx/gomlx/support/exceptions"
+	"k8s.io/klog/v2"
 )
 
 // Optimizer is a damped Gauss-Newton optimizer for a classifier trained with softmax
@@ -167,19 +168,36 @@ func (o *gnOptimizer) UpdateGraph(scope *model.Scope, g *Graph, loss *Node) {
 		exceptions.Panicf("fgn: the loss to minimise is not the one fgn.Loss returned (another loss, or regularisation "+
 			"terms added to it); %s's curvature is that of fgn.Loss's cross-entropy alone", o.c.name())
 	}
-	lin := rec.lin
-	if lin == nil && o.c.damping.Adaptive() {
+	lin, kind := o.linearization(scope, g, rec)
+	o.UpdateGraphWithLinearization(scope, lin, rec.labels).Linearization = kind
+}
+
+// linearization returns the linearisation of the recorded logits that UpdateGraph steps on, and
+// its kind: the one the model recorded; else, when the logits are an affine head over features
+// that no trainable variable reaches (recogniseAffineHead), that head, with its exact products
+// and closed-form margin Gram; else autodiff (Linearize).
+func (o *gnOptimizer) linearization(scope *model.Scope, g *Graph, rec *graphRecord) (Linearization, LinearizationKind) {
+	if rec.lin != nil {
+		if rec.lin.Logits() != rec.logits {
+			exceptions.Panicf("fgn: the linearisation recorded with RecordLinearization is not of the logits given to fgn.Loss")
+		}
+		klog.V(1).Infof("fgn: %s steps on the linearisation the model recorded (%T)", o.c.name(), rec.lin)
+		return rec.lin, RecordedLinearization
+	}
+	_, params := trainableVariables(scope, g)
+	head, why := recogniseAffineHead(rec.logits, params, paramDependence(params))
+	if head != nil {
+		klog.V(1).Infof("fgn: %s recognised an affine head over features that no trainable variable reaches: "+
+			"exact head products and the closed-form margin Gram", o.c.name())
+		return head, AffineHeadLinearization
+	}
+	klog.V(1).Infof("fgn: %s linearises the logits by autodiff: not an affine head (%s)", o.c.name(), why)
+	if o.c.damping.Adaptive() {
 		exceptions.Panicf("fgn: %s with %s damping needs the batch loss at the trial point w + αd, which autodiff of "+
 			"the recorded logits cannot evaluate: the model must record its linearisation with RecordLinearization, "+
 			"an AffineHead or LinearizeFunc(modelFn, params)", o.c.name(), o.c.damping)
 	}
-	if lin == nil {
-		_, params := trainableVariables(scope, g)
-		lin = Linearize(rec.logits, params)
-	} else if lin.Logits() != rec.logits {
-		exceptions.Panicf("fgn: the linearisation recorded with RecordLinearization is not of the logits given to fgn.Loss")
-	}
-	o.UpdateGraphWithLinearization(scope, lin, rec.labels)
+	return Linearize(rec.logits, params), AutodiffLinearization
 }
 
 func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linearization, labels *Node) *Direction {

@@ -187,8 +187,12 @@ func (o *gnOptimizer) linearization(scope *model.Scope, g *Graph, rec *graphReco
 	_, params := trainableVariables(scope, g)
 	head, why := recogniseAffineHead(rec.logits, params, paramDependence(params))
 	if head != nil {
+		gram := ""
+		if o.c.fgn && o.c.s.RowOperator == ClosedFormGram {
+			gram = " and the closed-form margin Gram"
+		}
 		klog.V(1).Infof("fgn: %s recognised an affine head over features that no trainable variable reaches: "+
-			"exact head products and the closed-form margin Gram", o.c.name())
+			"exact head products%s", o.c.name(), gram)
 		return head, AffineHeadLinearization
 	}
 	klog.V(1).Infof("fgn: %s linearises the logits by autodiff: not an affine head (%s)", o.c.name(), why)

@@ -3,7 +3,6 @@ package fgn
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -17,13 +16,14 @@ import (
 // built as GoMLX's nn.Dense (hence layers.Dense and layers.DenseWithBias) builds it: a FusedDense
 // without activation, or a DotGeneral contracting the last axis of h with W's input axis plus the
 // bias reshaped to 1×C; W in either weight layout. The head is exact only when params are
-// params and the features h does not depend on any parameter (dependent reports the nodes that
-// depend on one, StopGradient cutting the dependence as it cuts the gradient): h may be the input
-// features, or the output of a frozen backbone, of non-trainable variables or behind a
-// StopGradient. Parameters other than W and b then do not reach the logits: their Jacobian is
+// params and the features h does not depend on any parameter: no tangent of the parameters
+// reaches h on the walk from the parameters to z that Linearize's forward mode propagates along
+// (StopGradient cuts it, as it cuts the gradient). h may be the input features, or the output of
+// a frozen backbone, of non-trainable variables or behind a StopGradient. Parameters other than W and b then do not reach the logits: their Jacobian is
 // zero, and so is their direction. A head over a trainable layer, or whose W also feeds h (a
 // shared weight), is not one. Otherwise it returns nil and the reason.
-func recogniseAffineHead(z *Node, params Vec, dependent func(*Node) bool) (Linearization, string) {
+func recogniseAffineHead(z *Node, walk *subgraph) (Linearization, string) {
+	params := Vec(walk.sources)
 	if z.Rank() != 2 {
 		return nil, fmt.Sprintf("the logits are %s, not b×C", z.Shape())
 	}
@@ -79,7 +79,7 @@ func recogniseAffineHead(z *Node, params Vec, dependent func(*Node) bool) (Linea
 		return nil, "the features, weight and logits differ in dtype"
 	case w == bias:
 		return nil, "the weight is also the bias"
-	case dependent(h):
+	case walk.carriesTangent(h):
 		return nil, "the features depend on a trainable variable"
 	}
 	head := newDenseHead(h, w, bias, layout, z)
@@ -134,72 +134,59 @@ func biasParam(term, z *Node, isParam func(*Node) bool) *Node {
 	}
 }
 
-// The parameters of a FusedDense and of a DotGeneral node (activation, weight layout, axes) have
-// no accessor on graph.Node in gomlx v0.28.16; Node.String prints them, and these read them there.
-// Either function answers false when the text is not the one it expects, so a change of format
-// makes the recognition decline (and the autodiff path run), never misread a model.
-
 // fusedDenseLayout returns the weight layout of a FusedDense node without activation; false when
 // it has one.
 func fusedDenseLayout(n *Node) (compute.DenseLayout, bool) {
-	s := n.String()
-	if !strings.Contains(s, "Activation:{Type:"+compute.ActivationNone.String()+"}") {
+	options := opParam(n, "options")
+	if compute.ActivationType(options.FieldByName("Activation").FieldByName("Type").Int()) != compute.ActivationNone {
 		return 0, false
 	}
-	for _, l := range []compute.DenseLayout{compute.DenseLayoutInputOutputs, compute.DenseLayoutOutputsInput} {
-		if strings.Contains(s, "WeightLayout:"+l.String()+"}") {
-			return l, true
-		}
-	}
-	return 0, false
+	return compute.DenseLayout(options.FieldByName("WeightLayout").Int()), true
 }
 
 // denseDotLayout returns the weight layout of a DotGeneral node that computes h W (contracting
 // h's axis 1 with W's axis 0, InputOutputs) or h Wᵀ (with W's axis 1, OutputsInput), without
 // batch axes.
 func denseDotLayout(n *Node) (compute.DenseLayout, bool) {
-	s := n.String()
-	if !strings.Contains(s, "lhsContractingAxes=[1], lhsBatchAxes=[],") {
+	axes := func(field string) []int {
+		v := opParam(n, field)
+		out := make([]int, v.Len())
+		for k := range out {
+			out[k] = int(v.Index(k).Int())
+		}
+		return out
+	}
+	if !slices.Equal(axes("lhsContractingAxes"), []int{1}) || len(axes("lhsBatchAxes")) != 0 ||
+		len(axes("rhsBatchAxes")) != 0 {
 		return 0, false
 	}
-	switch {
-	case strings.Contains(s, "rhsContractingAxes=[0], rhsBatchAxes=[],"):
+	switch rhs := axes("rhsContractingAxes"); {
+	case slices.Equal(rhs, []int{0}):
 		return compute.DenseLayoutInputOutputs, true
-	case strings.Contains(s, "rhsContractingAxes=[1], rhsBatchAxes=[],"):
+	case slices.Equal(rhs, []int{1}):
 		return compute.DenseLayoutOutputsInput, true
 	}
 	return 0, false
 }
 
-// paramDependence returns a predicate reporting whether a node of root's subgraph depends on
-// one of params through ops that carry a gradient: a StopGradient node does not, whatever its
-// input, as autodiff sees it. The inputs of a control-flow node do not list the values its
-// closures capture, so such a node counts as dependent.
-func paramDependence(params Vec) func(*Node) bool {
-	memo := make(map[*Node]bool)
-	for _, p := range params {
-		memo[p] = true
+// carriesTangent reports whether a tangent of the sources reaches n when tangent propagates them:
+// n is a source, or a node of the walk that is not a StopGradient and has an input that carries
+// one.
+func (s *subgraph) carriesTangent(n *Node) bool {
+	carries := make(map[*Node]bool, len(s.nodes)+len(s.sources))
+	for _, src := range s.sources {
+		carries[src] = true
 	}
-	var dependent func(n *Node) bool
-	dependent = func(n *Node) bool {
-		if d, ok := memo[n]; ok {
-			return d
+	for _, x := range s.nodes { // topological order: inputs first
+		if _, ok := s.source[x]; ok || x.StopGradient() {
+			continue
 		}
-		d := false
-		switch {
-		case n.StopGradient():
-		case n.Type() == NodeTypeWhile || n.Type() == NodeTypeIf || n.Type() == NodeTypeCall || n.Type() == NodeTypeSort:
-			d = true
-		default:
-			for _, in := range n.Inputs() {
-				if dependent(in) {
-					d = true
-					break
-				}
+		for _, in := range x.Inputs() {
+			if carries[in] {
+				carries[x] = true
+				break
 			}
 		}
-		memo[n] = d
-		return d
 	}
-	return dependent
+	return carries[n]
 }

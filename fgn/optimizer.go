@@ -185,7 +185,8 @@ func (o *gnOptimizer) linearization(scope *model.Scope, g *Graph, rec *graphReco
 		return rec.lin, RecordedLinearization
 	}
 	_, params := trainableVariables(scope, g)
-	head, why := recogniseAffineHead(rec.logits, params, paramDependence(params))
+	autodiff := Linearize(rec.logits, params)
+	head, why := recogniseAffineHead(rec.logits, autodiff.(*autodiffLinearization).walk)
 	if head != nil {
 		gram := ""
 		if o.c.fgn && o.c.s.RowOperator == ClosedFormGram {
@@ -196,12 +197,7 @@ func (o *gnOptimizer) linearization(scope *model.Scope, g *Graph, rec *graphReco
 		return head, AffineHeadLinearization
 	}
 	klog.V(1).Infof("fgn: %s linearises the logits by autodiff: not an affine head (%s)", o.c.name(), why)
-	if o.c.damping.Adaptive() {
-		exceptions.Panicf("fgn: %s with %s damping needs the batch loss at the trial point w + αd, which autodiff of "+
-			"the recorded logits cannot evaluate: the model must record its linearisation with RecordLinearization, "+
-			"an AffineHead or LinearizeFunc(modelFn, params)", o.c.name(), o.c.damping)
-	}
-	return Linearize(rec.logits, params), AutodiffLinearization
+	return autodiff, AutodiffLinearization
 }
 
 func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linearization, labels *Node) *Direction {

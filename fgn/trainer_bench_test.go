@@ -17,8 +17,7 @@ import (
 // on fixed features (float32, synthetic features and labels of the given shape), as a user writes
 // a linear probe: Adam; FGN and SGN, which recognise the affine head and step on its exact
 // products (FGN with the closed-form margin Gram); and, for reference, SGN and FGN on the autodiff
-// linearisation of the same logits (recorded with RecordLinearization, the layers decomposed with
-// GOMLX_FUSION=false, as autodiff needs). The optimizers' settings are the paper's (α = 1 and
+// linearisation of the same logits (Linearize, recorded with RecordLinearization). The optimizers' settings are the paper's (α = 1 and
 // λ = 1 as in Figure 1(a), CG ≤ 5 iterations); each step draws a fresh batch tensor, outside the
 // timer (the Trainer takes ownership of it).
 //
@@ -37,9 +36,6 @@ func BenchmarkTrainerDenseHead(b *testing.B) {
 			{"FGN-autodiff", func() optimizer.Interface { return FGN().LearningRate(1).Done() }, true},
 		} {
 			b.Run(fmt.Sprintf("b=%d,d=%d,C=%d/%s", shape.b, shape.d, shape.c, m.name), func(b *testing.B) {
-				if m.autodiff {
-					b.Setenv(FusionEnv, "false")
-				}
 				rng := rand.New(rand.NewPCG(1, 2))
 				x := make([]float32, shape.b*shape.d)
 				for k := range x {

@@ -27,8 +27,16 @@ import (
 //
 //   - UpdateGraph(scope, g, loss), the Trainer's entry point, takes them from the graph, where
 //     Loss (the loss function to give the Trainer) records them. The logits are linearised with
-//     respect to the trainable variables by autodiff (Linearize), unless the model recorded a
-//     closed form with RecordLinearization. It panics if loss is not the one Loss returned.
+//     respect to the trainable variables by the closed form the model recorded with
+//     RecordLinearization, if any. Otherwise, when they are an affine head z = h W (+ 1 bᵀ) over
+//     features h that no trainable variable reaches (a dense layer, as layers.Dense and
+//     DenseWithBias build it in either weight layout, on the input, on a backbone of
+//     non-trainable variables, or behind a StopGradient), the step uses that AffineHead: its
+//     exact products and, for FGN, its closed-form margin Gram (appendix F.2). The head is found
+//     on the walk of the graph that Linearize's forward mode takes, and a model that is not
+//     affine in its trainable variables is never taken for one. Any other logits are linearised
+//     by autodiff (Linearize). klog at V(1) logs which, and Direction.Linearization names it.
+//     It panics if loss is not the one Loss returned.
 //   - UpdateGraphWithLinearization(scope, lin, labels) is the entry point for a training step
 //     built by hand: lin.Params() must be the current values (v.NodeValue(g)) of exactly those
 //     trainable variables, in any order. It returns the step's Direction with its diagnostics.

@@ -264,8 +264,15 @@ func runHeadCase(t *testing.T, tc headCase, cfg *GNConfig, mode linearizationMod
 func TestRecogniseAffineHead(t *testing.T) {
 	for _, fused := range []bool{true, false} {
 		for _, tc := range affineHeadCases() {
-			for _, cfg := range []func() *GNConfig{FGN, SGN} {
-				name := tc.name + "/" + cfg().name()
+			for _, opt := range []struct {
+				name string
+				cfg  func() *GNConfig
+			}{
+				{"FGN", FGN}, {"SGN", SGN},
+				{"FGN LM", func() *GNConfig { return FGN().Damping(1).DampingPolicy(LevenbergMarquardt()) }},
+			} {
+				cfg := opt.cfg
+				name := tc.name + "/" + opt.name
 				if !fused {
 					name += "/GOMLX_FUSION=false"
 				}

@@ -74,8 +74,9 @@ func inWhileLoop(lin Linearization) bool {
 //
 // Forward mode rather than the double-VJP identity J_z v = ∇_a⟨J_zᵀa, v⟩ for the whole model:
 // that needs the gradient of every op's gradient, which GoMLX's fused Dense and convolution
-// VJPs do not have (compat.go), and differentiates a reverse pass, so it costs a forward and a
-// reverse pass more than a tangent pass does.
+// VJPs do not have (compat.go: compatFusedDenseVJPNoGradient, compatConvVJPNotDifferentiable),
+// and it differentiates a reverse pass, so it costs a forward and a reverse pass more than a
+// tangent pass does.
 //
 // The linearisation is a LogitsEvaluator: LogitsAt(w') clones the same walk with w' substituted
 // for params, so adaptive damping evaluates the loss at a trial point on any model. All products

@@ -54,10 +54,12 @@ type CGSettings struct {
 	StoppingRule StoppingRule `json:"stopping_rule" yaml:"stopping_rule"`
 }
 
-// DefaultSettings returns the paper's settings: α = 0.1, λ = 1, at most 5 CG iterations with
-// tolerance 1e-5 on the parameter-space residual, FGN's closed-form Gram, no warm start.
+// DefaultSettings returns the library's settings, those of FGN() and SGN(): step size α = 1 (the
+// library's: with FGN()'s adaptive damping the full Gauss-Newton step; the paper's is 0.1), λ = 1,
+// at most 5 CG iterations with tolerance 1e-5 (the paper's) on the parameter-space residual
+// (StopParameterResidual, the library's), FGN's closed-form Gram, no warm start.
 func DefaultSettings() Settings {
-	return Settings{LearningRate: DefaultLearningRate, Damping: DefaultDamping,
+	return Settings{LearningRate: 1, Damping: DefaultDamping,
 		CG: CGSettings{MaxIterations: DefaultCGMaxIterations, Tolerance: DefaultCGTolerance}}
 }
 

@@ -97,7 +97,7 @@ func TestCheckpointRestore(t *testing.T) {
 		// state lists variables that must be among those compared, besides the global step.
 		state []string
 	}{
-		{"SGN mlp (warm start)", func() Optimizer { return SGN().LearningRate(0.5).Done() }, true, false,
+		{"SGN mlp (warm start)", func() Optimizer { return SGN().WarmStart(true).LearningRate(0.5).Done() }, true, false,
 			[]string{"/classifier/W1", "/SGNOptimizer/classifier/W1_warm_start", "/SGNOptimizer/classifier/b2_warm_start"}},
 		{"FGN affine closed form (warm start)", func() Optimizer { return FGN().WarmStart(true).Done() }, false, false,
 			[]string{"/classifier/W", "/FGNOptimizer/row_solution"}},
@@ -106,7 +106,7 @@ func TestCheckpointRestore(t *testing.T) {
 			return FGN().LearningRate(1.5).Damping(lmStart).DampingPolicy(LevenbergMarquardt()).Done()
 		}, false, false, []string{"/classifier/W", "/FGNOptimizer/damping"}},
 		{"SGN mlp LinearizeFunc LM (warm start)", func() Optimizer {
-			return SGN().LearningRate(1.5).Damping(lmStart).DampingPolicy(LevenbergMarquardt()).Done()
+			return SGN().WarmStart(true).LearningRate(1.5).Damping(lmStart).DampingPolicy(LevenbergMarquardt()).Done()
 		}, true, true, []string{"/classifier/W1", "/SGNOptimizer/damping", "/SGNOptimizer/classifier/W1_warm_start"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -208,7 +208,7 @@ func TestTrainerNonFiniteStep(t *testing.T) {
 	bad := *p
 	bad.h = append([][]float64(nil), p.h...)
 	bad.h[3] = append([]float64{math.NaN()}, p.h[3][1:]...)
-	for _, opt := range []*GNConfig{FGN().WarmStart(true), SGN()} {
+	for _, opt := range []*GNConfig{FGN().WarmStart(true), SGN().WarmStart(true)} {
 		m := newOptModel(p, true, false)
 		trainer := train.NewTrainer(testBackend, m.store, m.logits, Loss, opt.Done(), nil, nil)
 		snapshot := func() map[string][]float64 { // the trainer's metrics and the global step excluded

@@ -49,7 +49,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	seed := c.Uint64("seed", 1, "seed of the initialisation and the one-time shuffle")
 	paper := fgn.DefaultSettings()
 	learningRate := optionalSetting(c, "learning-rate", fmt.Sprintf("%g for adam, %g for sgn and fgn",
-		method.AdamLearningRate, paper.LearningRate), formatFloat,
+		method.AdamLearningRate, method.DefaultSettings(method.FGN).LearningRate), formatFloat,
 		settingValue[float64]{parseFloat, func(s *fgn.Settings, x float64) { s.LearningRate = x }},
 		"step size α of every method; a `number` > 0")
 	damping := setting(c, "damping", paper.Damping, formatFloat,

@@ -88,8 +88,8 @@ func FGN() *GNConfig {
 // CG) with the library's defaults, those of FGN: DefaultSettings and LevenbergMarquardt damping
 // from λ = 1, CG started from zero. The paper's SGN (app. F.2) keeps λ constant and warm-starts
 // CG from the previous direction (WarmStart); with an adaptive λ that start, the solution of
-// another batch's system at another λ, can point uphill and get the step rejected, and the
-// sweep trains less with it. Its state lives under the store scope "/SGNOptimizer".
+// another batch's system at another λ, can point uphill and get the step rejected. Its state
+// lives under the store scope "/SGNOptimizer".
 func SGN() *GNConfig {
 	return &GNConfig{s: DefaultSettings(), damping: LevenbergMarquardt(), scopeName: "SGNOptimizer"}
 }

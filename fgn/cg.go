@@ -8,29 +8,14 @@ import (
 	"github.com/gomlx/gomlx/support/exceptions"
 )
 
-// CGResult is the outcome of an in-graph CG solve.
-type CGResult struct {
-	// X is the approximate solution.
-	X Vec
-	// Iterations is the number of iterations performed (int32 scalar).
+// cgResult is the outcome of an in-graph CG solve: the approximate solution x, the number of
+// iterations performed (int32 scalar) and the final relative residual that the stopping test
+// compared with the tolerance (scalar), 0 when the reference norm is 0 and NaN when the
+// right-hand side or the final residual is not finite.
+type cgResult struct {
+	X          Vec
 	Iterations *Node
-	// Residual is the final relative residual that the stopping test compared with the
-	// tolerance (scalar), 0 when the reference norm is 0 and NaN when the right-hand side or
-	// the final residual is not finite.
-	Residual *Node
-}
-
-// CG solves A x = rhs for a symmetric positive definite operator A by conjugate gradients,
-// starting from x0 (zeros when nil), inside the graph being built. It stops once
-// ‖A x − rhs‖ ≤ Tolerance·‖rhs‖ or after MaxIterations iterations (s.StoppingRule does not
-// apply: the residual is that of the system given).
-//
-// The MaxIterations iterations are unrolled into the graph and an iteration past convergence is masked
-// to a no-op, so op may be any graph function, autodiff products included. (The directions of
-// this package run the same iterations in a While loop, with the same iterates and iteration
-// count, when their operator can be built inside a While body; see whileLoop.)
-func CG(op func(Vec) Vec, rhs, x0 Vec, s CGSettings) CGResult {
-	return solveCG(cgSystem{curvature: op, rhs: rhs, x0: x0}, s, false)
+	Residual   *Node
 }
 
 // cgSystem is the damped system (C + σI) x = rhs that solveCG solves, with C symmetric positive
@@ -55,8 +40,9 @@ func (sys cgSystem) apply(v Vec) (cv, av Vec) {
 
 // solveCG runs CG on sys. With inLoop the iterations run in a GoMLX While loop that exits as soon
 // as the test passes, so on XLA the whole solve stays on the device; sys's operator must then be
-// buildable inside a While body (see whileSafe). Otherwise they are unrolled and masked as
-// described for CG.
+// buildable inside a While body (see whileSafe). Otherwise they are unrolled into the graph and an
+// iteration past convergence is masked to a no-op, so the operator may be any graph function,
+// autodiff products included.
 //
 // The Euclidean test ‖e_k‖ uses the recurrence's ‖r_k‖², known before iteration k applies the
 // operator, so iteration k runs only if r_k fails the test (MaxIterations operator products at
@@ -69,7 +55,7 @@ func (sys cgSystem) apply(v Vec) (cv, av Vec) {
 // from iteration k−1, and updates the iterate only if the test fails. The last pass only tests:
 // MaxIterations + 1 operator products at most, and the residual reported is always that of the
 // returned iterate.
-func solveCG(sys cgSystem, s CGSettings, inLoop bool) CGResult {
+func solveCG(sys cgSystem, s CGSettings, inLoop bool) cgResult {
 	if err := s.Validate(); err != nil {
 		exceptions.Panicf("%v", err)
 	}
@@ -122,7 +108,7 @@ func solveCG(sys cgSystem, s CGSettings, inLoop bool) CGResult {
 	// NaN, so its iterate may have stayed at x0, and Max may map NaN to 0 on some backends.
 	residual := Where(GreaterThan(ref, zero), Sqrt(Div(Max(res2, zero), ref)), zero)
 	residual = Where(LogicalAnd(IsFinite(ref), IsFinite(res2)), residual, Scalar(g, dtype, math.NaN()))
-	return CGResult{X: state.x, Iterations: state.k, Residual: residual}
+	return cgResult{X: state.x, Iterations: state.k, Residual: residual}
 }
 
 // cgState is the loop state of CG: iteration count k, iterate x, residual r, direction p,

@@ -122,17 +122,6 @@ func (p LMDamping) Validate(lambda0 float64) error {
 	return nil
 }
 
-// ParseDampingPolicy returns the policy named s ("constant" or "lm", the names of String), with
-// its defaults.
-func ParseDampingPolicy(s string) (DampingPolicy, error) {
-	for _, p := range []DampingPolicy{ConstantDamping{}, LevenbergMarquardt()} {
-		if p.String() == s {
-			return p, nil
-		}
-	}
-	return nil, fmt.Errorf("fgn: unknown damping policy %q (want %q or %q)", s, ConstantDamping{}, LevenbergMarquardt())
-}
-
 // StepDamping is the damping telemetry of one optimizer step (scalars in the loss's dtype,
 // Accepted boolean).
 type StepDamping struct {

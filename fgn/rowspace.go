@@ -68,7 +68,7 @@ func newWhitening(m *Margin, bLambda *Node, floor float64) whitening {
 func FGNDirection(lin Linearization, labels, u0 *Node, cfg Settings) *Direction {
 	cfg.mustValidateSolve()
 	m := NewMargin(lin.Logits(), labels)
-	j := MarginJacobian{Lin: lin, GradS: m.GradS}
+	j := marginJacobian{lin: lin, gradS: m.GradS}
 	var gram marginGram = matrixFreeGram{j}
 	inLoop := inWhileLoop(lin)
 	if closed, ok := lin.(GramLinearization); ok && cfg.RowOperator == ClosedFormGram {
@@ -96,9 +96,9 @@ func FGNDirection(lin Linearization, labels, u0 *Node, cfg Settings) *Direction 
 	}
 	sol := solveCG(sys, cfg.CG, inLoop)
 	// d = −Jᵀ(δ_R + Q^{1/2}u): the sign goes into the b-vector, not over the d×C result.
-	d := j.VJP(Neg(Add(w.deltaR, Mul(w.sqrtQ, sol.X[0]))))
+	d := j.vjp(Neg(Add(w.deltaR, Mul(w.sqrtQ, sol.X[0]))))
 	dir := newDirection(d, m, sol)
-	dir.RowRHS = rhs
+	dir.rowRHS = rhs
 	return dir
 }
 
@@ -133,11 +133,11 @@ func (c closedFormGram) times(v *Node) *Node  { return MatMul(c.g, v) }
 func (c closedFormGram) normJT(a *Node) *Node { return ReduceAllSum(Mul(a, c.times(a))) }
 
 // matrixFreeGram applies G = J Jᵀ by one VJP and one JVP of the margin map (eq. 4.8).
-type matrixFreeGram struct{ j MarginJacobian }
+type matrixFreeGram struct{ j marginJacobian }
 
-func (f matrixFreeGram) times(v *Node) *Node { return f.j.JVP(f.j.VJP(v)) }
+func (f matrixFreeGram) times(v *Node) *Node { return f.j.jvp(f.j.vjp(v)) }
 func (f matrixFreeGram) normJT(a *Node) *Node {
-	v := f.j.VJP(a)
+	v := f.j.vjp(a)
 	return vecDot(v, v)
 }
 

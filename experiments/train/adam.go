@@ -56,11 +56,13 @@ func adamUpdate(scope *model.Scope, vars []*model.Variable, grad fgn.Vec, lr flo
 	size := Div(MulScalar(sqrtCorrection2, lr), correction1)
 	epsilon := MulScalar(sqrtCorrection2, adamEpsilon)
 
+	// One sum per tensor: a NaN or ±Inf entry makes the sum of squares NaN or +Inf.
 	squares := make(fgn.Vec, len(grad))
+	finite := IsFinite(loss)
 	for k, x := range grad {
 		squares[k] = Square(x)
+		finite = LogicalAnd(finite, IsFinite(ReduceAllSum(squares[k])))
 	}
-	finite := LogicalAnd(IsFinite(loss), fgn.AllFinite(squares))
 	stepVar.SetNodeValue(Where(finite, t, before))
 	for k, v := range vars {
 		dtype := v.Shape().DType

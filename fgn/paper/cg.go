@@ -1,0 +1,31 @@
+package paper
+
+import (
+	. "github.com/gomlx/gomlx/core/graph"
+
+	"github.com/fgn-paper/fgn/fgn"
+	"github.com/fgn-paper/fgn/fgn/internal/hook"
+)
+
+// CGResult is the outcome of an in-graph CG solve.
+type CGResult struct {
+	// X is the approximate solution.
+	X fgn.Vec
+	// Iterations is the number of iterations performed (int32 scalar).
+	Iterations *Node
+	// Residual is the final relative residual ‖A x − rhs‖/‖rhs‖ (scalar), 0 when rhs is 0 and NaN
+	// when rhs or the final residual is not finite.
+	Residual *Node
+}
+
+// CG solves A x = rhs for a symmetric positive definite operator A by conjugate gradients,
+// starting from x0 (zeros when nil), inside the graph being built: the conjugate gradients of
+// fgn's directions. It stops once ‖A x − rhs‖ ≤ Tolerance·‖rhs‖ or after MaxIterations iterations
+// (s.StoppingRule does not apply: the residual is that of the system given). The iterations are
+// unrolled into the graph and an iteration past convergence is masked to a no-op, so op may be
+// any graph function, autodiff products included. It panics on invalid settings.
+func CG(op func(fgn.Vec) fgn.Vec, rhs, x0 fgn.Vec, s fgn.CGSettings) CGResult {
+	x, iterations, residual := hook.CG.(func(func(fgn.Vec) fgn.Vec, fgn.Vec, fgn.Vec, fgn.CGSettings) (fgn.Vec, *Node, *Node))(
+		op, rhs, x0, s)
+	return CGResult{X: x, Iterations: iterations, Residual: residual}
+}

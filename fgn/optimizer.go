@@ -63,16 +63,18 @@ type GNConfig struct {
 	scopeName string
 }
 
-// FGN returns the configuration of the FGN optimizer with the paper's settings (DefaultSettings:
-// α = 0.1, λ = 1, at most 5 CG iterations, tolerance 1e-5, the closed-form Gram whenever the
-// linearisation provides one, no warm start). Its state lives under the store scope "/FGNOptimizer".
+// FGN returns the configuration of the FGN optimizer with DefaultSettings (α = 0.1, λ = 1, at
+// most 5 CG iterations stopped on the parameter-space residual with tolerance 1e-5, the
+// closed-form Gram whenever the linearisation provides one, no warm start; WithSettings(
+// PaperSettings()) runs Algorithm 1 exactly). Its state lives under the store scope "/FGNOptimizer".
 func FGN() *GNConfig {
 	return &GNConfig{fgn: true, s: DefaultSettings(), damping: ConstantDamping{}, scopeName: "FGNOptimizer"}
 }
 
 // SGN returns the configuration of the SGN baseline optimizer (full softmax GGN, parameter-space
-// CG) with the paper's settings: DefaultSettings with CG warm-started from the previous
-// direction. Its state lives under the store scope "/SGNOptimizer".
+// CG) with DefaultSettings and CG warm-started from the previous direction, as in the paper's
+// runs (app. F.2; SGN's CG has one stopping rule). Its state lives under the store scope
+// "/SGNOptimizer".
 func SGN() *GNConfig {
 	s := DefaultSettings()
 	s.WarmStart = true
@@ -203,17 +205,17 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 		}
 		warm, x0 = o.warmStartState(scope, g, vars, stateShapes)
 	}
-	cfg := o.c.s
 	var lambda *model.Variable
+	var lambdaState *Node // λ's current value for an adaptive policy, nil for a constant λ
 	if o.c.damping.Adaptive() {
 		lambda = o.dampingState(scope, dtype)
-		cfg.lambdaState = lambda.NodeValue(g)
+		lambdaState = lambda.NodeValue(g)
 	}
 	var dir *Direction
 	if o.c.fgn {
-		dir = FGNDirection(lin, labels, first(x0), cfg)
+		dir = fgnDirection(lin, labels, first(x0), o.c.s, lambdaState)
 	} else {
-		dir = SGNDirection(lin, labels, x0, cfg)
+		dir = sgnDirection(lin, labels, x0, o.c.s, lambdaState)
 	}
 	// The step size is taken as 0 unless the direction is finite. keepUnless below is what
 	// discards a non-finite step (0·NaN is NaN); this makes the scaling α d wait for Finite's
@@ -224,7 +226,7 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 	for k, p := range params {
 		updated[k] = Add(p, Mul(ConvertDType(stepSize, p.DType()), dir.D[k]))
 	}
-	dir.Damping = o.stepDamping(lin, labels, dir, alpha, updated, cfg)
+	dir.Damping = o.stepDamping(lin, labels, dir, alpha, updated, lambdaState)
 	// A step not taken (not finite, or rejected by an adaptive damping policy) changes nothing
 	// but an adaptive policy's λ.
 	for k, v := range warm {

@@ -66,6 +66,12 @@ func newWhitening(m *Margin, bLambda *Node, floor float64) whitening {
 // With saturated rows the same identities hold for the curvature that omits them, with r̃
 // replaced by the right-hand side below.
 func FGNDirection(lin Linearization, labels, u0 *Node, cfg Settings) *Direction {
+	return fgnDirection(lin, labels, u0, cfg, nil)
+}
+
+// fgnDirection is FGNDirection with the damping λ given by the scalar node lambda, an adaptive
+// policy's state, when not nil (cfg.Damping otherwise).
+func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, lambda *Node) *Direction {
 	cfg.mustValidateSolve()
 	m := NewMargin(lin.Logits(), labels)
 	j := marginJacobian{lin: lin, gradS: m.GradS}
@@ -79,7 +85,7 @@ func FGNDirection(lin Linearization, labels, u0 *Node, cfg Settings) *Direction 
 	g := m.S.Graph()
 	dtype := m.S.DType()
 	b := m.S.Shape().Dim(0)
-	bLambda := cfg.scaledLambda(g, dtype, float64(b))
+	bLambda := cfg.scaledLambda(lambda, g, dtype, float64(b))
 	w := newWhitening(m, bLambda, cfg.floor(dtype))
 
 	// Coupling of the saturated rows into the whitened ones: −Q_W^{1/2} J J_Rᵀ δ_R.

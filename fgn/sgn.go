@@ -9,6 +9,12 @@ import (
 // passes its previous direction). Its CG residual is the parameter-space residual
 // ‖(H_GGN + λI) d + g‖/‖g‖ whatever cfg.CG.StoppingRule says.
 func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings) *Direction {
+	return sgnDirection(lin, labels, x0, cfg, nil)
+}
+
+// sgnDirection is SGNDirection with the damping λ given by the scalar node lambda, an adaptive
+// policy's state, when not nil (cfg.Damping otherwise).
+func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, lambda *Node) *Direction {
 	cfg.mustValidateSolve()
 	m := NewMargin(lin.Logits(), labels)
 	g := m.S.Graph()
@@ -17,7 +23,7 @@ func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings) *Direct
 	probs := Softmax(lin.Logits(), -1)
 	// −g = Jᵀ(y − p)/b: the scale and sign go into the b×C cotangent.
 	negGrad := lin.VJP(MulScalar(Sub(m.OneHot, probs), 1/b))
-	op := ggnOperator(lin, probs, cfg.scaledLambda(g, dtype, 1))
+	op := ggnOperator(lin, probs, cfg.scaledLambda(lambda, g, dtype, 1))
 	sol := solveCG(cgSystem{curvature: op, rhs: negGrad, x0: x0}, cfg.CG, inWhileLoop(lin))
 	return newDirection(sol.X, m, sol)
 }

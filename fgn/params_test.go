@@ -34,7 +34,7 @@ func TestFromScope(t *testing.T) {
 			func(s *fgn.Settings) {
 				*s = fgn.Settings{LearningRate: 0.5, Damping: 0.25, RowOperator: fgn.MatrixFree, WarmStart: true,
 					SaturationFloor: 1e-20,
-					CG: fgn.CGSettings{MaxIterations: 12, Tolerance: 1e-8, StoppingRule: fgn.StopWhitenedRowResidual}}
+					CG:              fgn.CGSettings{MaxIterations: 12, Tolerance: 1e-8, StoppingRule: fgn.StopWhitenedRowResidual}}
 			}, "lm"},
 		{"typed values", map[string]any{fgn.ParamCGStoppingRule: fgn.StopWhitenedRowResidual,
 			fgn.ParamRowOperator: fgn.MatrixFree, fgn.ParamDampingPolicy: "constant"},

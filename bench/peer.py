@@ -341,7 +341,7 @@ def report(rows, sgemm, loads, machine, started):
         "coupling is skipped, as in Go, when no row is saturated, as here); SGN 14 (logits; 2 for the",
         f"warm start's residual; 2 per CG iteration × {CG_MAX_ITER}; the gradient).",
         "",
-        f"- date: {started:%Y-%m-%d %H:%M} UTC; 1-minute load average {loads[0]:.2f} at start, {loads[1]:.2f} at end",
+        f"- date: {started:%Y-%m-%d}; 1-minute load average {loads[0]:.2f} at start, {loads[1]:.2f} at end",
         f"- machine: {machine['cpu']}; {platform.system()} {platform.release()}",
         f"- Go: {go_version}, {modules}, backend: pure Go (default), GOEXPERIMENT=simd",
         f"- PyTorch {torch.__version__}, NumPy {np.__version__}, BLAS: {machine['blas']}",

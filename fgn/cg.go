@@ -8,9 +8,9 @@ import (
 	"github.com/gomlx/gomlx/support/exceptions"
 )
 
-// cgResult is the outcome of an in-graph CG solve: the approximate solution x, the number of
-// iterations performed (int32 scalar) and the final relative residual that the stopping test
-// compared with the tolerance (scalar), 0 when the reference norm is 0 and NaN when the
+// cgResult is the outcome of an in-graph CG solve: the approximate solution x, the number of CG
+// steps applied to reach it (int32 scalar) and the final relative residual that the stopping
+// test compared with the tolerance (scalar), 0 when the reference norm is 0 and NaN when the
 // right-hand side or the final residual is not finite.
 type cgResult struct {
 	X          Vec
@@ -88,7 +88,9 @@ func solveCG(sys cgSystem, s CGSettings, inLoop bool) cgResult {
 	if inLoop {
 		cond := func(st cgState) *Node { return LogicalNot(st.stop) }
 		if !sys.curvatureNorm {
-			cond = func(st cgState) *Node { return euclideanActive(st, maxIter, threshold) }
+			cond = func(st cgState) *Node {
+				return LogicalAnd(LogicalNot(st.stop), euclideanActive(st, maxIter, threshold))
+			}
 		}
 		state = whileLoop(state, cond, body)
 	} else {
@@ -148,32 +150,42 @@ func euclideanActive(st cgState, maxIter, threshold *Node) *Node {
 	return LogicalAnd(LessThan(st.k, maxIter), GreaterThan(st.rr, threshold))
 }
 
-// cgIteration is one pass of solveCG: test r_k, then take the CG step unless r_k passed or the
-// iteration cap is reached. A pass on a stopped state changes nothing.
+// cgIteration is one pass of solveCG: test r_k, then take the CG step
+//
+//	α_k = r_kᵀr_k / p_kᵀA p_k,   x_{k+1} = x_k + α_k p_k,   r_{k+1} = r_k − α_k A p_k,
+//	β_k = r_{k+1}ᵀr_{k+1} / r_kᵀr_k,   p_{k+1} = r_{k+1} + β_k p_k,
+//
+// unless r_k passed or the iteration cap is reached. CG also stops, keeping x_k, at exact
+// convergence or breakdown: unless p_kᵀA p_k > 0 and β_k is finite (which requires r_kᵀr_k > 0 and
+// a finite α_k and r_{k+1}). In exact arithmetic on a positive definite A this happens only at
+// the solution, r_k = 0. In floating point r_kᵀr_k can underflow to 0 while the C-seminorm test
+// still fails, and p_kᵀA p_k can underflow to 0 while r_kᵀr_k does not; CG then returns its last
+// iterate. A pass on a stopped state changes nothing. The test costs scalar operations only: β_k
+// is formed from r_{k+1} before x is updated, and x_{k+1} = x_k + 0·p_k = x_k on a pass that
+// does not step.
 func cgIteration(sys cgSystem, st cgState, maxIter, threshold *Node) cgState {
 	zero := ZerosLike(st.rr)
 	cp, ap := sys.apply(st.p)
-	update := euclideanActive(st, maxIter, threshold)
+	active := LogicalAnd(LogicalNot(st.stop), euclideanActive(st, maxIter, threshold))
 	res2 := st.rr
 	if sys.curvatureNorm {
 		cr := vecAxpy(cp, Neg(st.beta), st.cp)
 		res2 = Where(st.stop, st.res2, vecDot(st.r, cr))
-		update = LogicalAnd(LogicalNot(st.stop),
+		active = LogicalAnd(LogicalNot(st.stop),
 			LogicalAnd(GreaterThan(res2, threshold), LessThan(st.k, maxIter)))
 	}
 
-	// Past convergence p may be 0 and pᵀAp = 0: select 0 rather than multiply by NaN.
-	alpha := Where(update, Div(st.rr, vecDot(st.p, ap)), zero)
-	x := vecAxpy(st.x, alpha, st.p)
+	pap := vecDot(st.p, ap)
+	alpha := Div(st.rr, pap)
 	r := vecAxpy(st.r, Neg(alpha), ap)
 	rr := vecDot(r, r)
-	beta := Where(update, Div(rr, st.rr), zero)
-	p := vecAxpy(r, beta, st.p)
+	beta := Div(rr, st.rr)
+	update := LogicalAnd(active, LogicalAnd(GreaterThan(pap, zero), IsFinite(beta)))
 	next := cgState{
 		k:    Where(update, AddScalar(st.k, 1), st.k),
-		x:    x,
+		x:    vecAxpy(st.x, Where(update, alpha, zero), st.p),
 		r:    vecSelect(update, r, st.r),
-		p:    vecSelect(update, p, st.p),
+		p:    vecSelect(update, vecAxpy(r, beta, st.p), st.p),
 		rr:   Where(update, rr, st.rr),
 		beta: Where(update, beta, st.beta),
 		res2: res2,

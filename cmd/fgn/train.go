@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/fgn-paper/fgn/experiments/method"
@@ -47,13 +48,21 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	evalEvery := c.intAtLeast("eval-every", 64, 1, "steps between evaluations")
 	seed := c.Uint64("seed", 1, "seed of the initialisation and the one-time shuffle")
 	paper := fgn.DefaultSettings()
-	learningRate := c.optionalPositiveFloat("learning-rate", fmt.Sprintf("%g for adam, %g for sgn and fgn",
-		method.AdamLearningRate, paper.LearningRate), "step size α of every method")
-	damping := c.positiveFloat("damping", paper.Damping, "damping λ for SGN/FGN, the initial λ with --damping-policy lm")
+	learningRate := optionalSetting(c, "learning-rate", fmt.Sprintf("%g for adam, %g for sgn and fgn",
+		method.AdamLearningRate, paper.LearningRate), formatFloat,
+		settingValue[float64]{parseFloat, func(s *fgn.Settings, x float64) { s.LearningRate = x }},
+		"step size α of every method; a `number` > 0")
+	damping := setting(c, "damping", paper.Damping, formatFloat,
+		settingValue[float64]{parseFloat, func(s *fgn.Settings, x float64) { s.Damping = x }},
+		"damping λ for SGN/FGN, the initial λ with --damping-policy lm; a `number` > 0")
 	dampingPolicy := c.dampingPolicy("damping-policy", "damping policy for SGN/FGN, the paper's constant λ or "+
 		"Levenberg-Marquardt on the gain ratio ρ")
-	cgMaxIterations := c.intAtLeast("cg-max-iterations", paper.CG.MaxIterations, 1, "CG iteration cap for SGN/FGN")
-	cgTolerance := c.positiveFloat("cg-tolerance", paper.CG.Tolerance, "CG relative residual tolerance for SGN/FGN")
+	cgMaxIterations := setting(c, "cg-max-iterations", paper.CG.MaxIterations, strconv.Itoa,
+		settingValue[int]{parseInt, func(s *fgn.Settings, x int) { s.CG.MaxIterations = x }},
+		"CG iteration cap for SGN/FGN; an `integer` ≥ 1")
+	cgTolerance := setting(c, "cg-tolerance", paper.CG.Tolerance, formatFloat,
+		settingValue[float64]{parseFloat, func(s *fgn.Settings, x float64) { s.CG.Tolerance = x }},
+		"CG relative residual tolerance for SGN/FGN; a `number` ≥ 0")
 	cgStoppingRule := paper.CG.StoppingRule
 	c.TextVar(&cgStoppingRule, "cg-stopping-rule", paper.CG.StoppingRule, "FGN's CG stopping rule: parameter "+
 		"(‖(H+λI)d+g‖ ≤ tol·‖g‖) or whitened-row (the paper's Algorithm 1)")

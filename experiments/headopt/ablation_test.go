@@ -10,6 +10,7 @@ import (
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/fgn/backend"
+	"github.com/fgn-paper/fgn/internal/mdtext"
 )
 
 // ablationRun is an FGN run evaluated at steps 0, 10, 20 with the given accuracies (fractions)
@@ -89,6 +90,9 @@ func TestAblationTable(t *testing.T) {
 			if !strings.Contains(text, want) {
 				t.Errorf("%s: caption lacks %q:\n%s", tc.name, want, text)
 			}
+		}
+		for _, p := range mdtext.StrayEmphasis(text) {
+			t.Errorf("%s: caption: %s", tc.name, p)
 		}
 		for _, r := range StoppingRules {
 			if !strings.Contains(text, RuleLabel(r)) {

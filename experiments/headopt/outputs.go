@@ -14,6 +14,8 @@ import (
 	"github.com/fgn-paper/fgn/experiments/plot"
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/internal/atomicfile"
+	"github.com/fgn-paper/fgn/internal/mdtext"
+	"gonum.org/v1/plot/plotter"
 )
 
 // Files are the output file names for data tagged tag (Data.Tag).
@@ -383,7 +385,8 @@ func (mc *meanCurves) yFloor() float64 {
 // (StepCurvesTable), both read back from their CSV files, and writes it as base.{svg,png,pdf}:
 // (a) mean test accuracy against optimisation time, each method's whole run, with ± 1 std
 // bands and the shared horizon of Table 1 as a vertical line; (b) the same runs against steps.
-// Both panels draw the thresholds (percent) and share the accuracy axis.
+// Both panels draw the thresholds (percent) and share the accuracy axis; each panel's legend
+// takes the corner its mean curves cross least (plot.ClearLegend).
 func Figure(curves, steps *report.Table, thresholds []float64, base, title string) ([]string, error) {
 	h, ok := curves.Lookup("horizon_s")
 	if !ok {
@@ -418,7 +421,24 @@ func Figure(curves, steps *report.Table, thresholds []float64, base, title strin
 	a.Y.Min, b.Y.Min = lo, lo
 	a.Y.Max = math.Max(a.Y.Max, b.Y.Max)
 	b.Y.Max = a.Y.Max
-	return plot.SaveRow([]*plot.Plot{a, b}, 1.5*plot.PanelWidth, 1.2*plot.PanelHeight, base)
+	width, height := 1.5*plot.PanelWidth, 1.2*plot.PanelHeight
+	plot.ClearLegend(a, width, height, byTime.lines()...)
+	plot.ClearLegend(b, width, height, byStep.lines()...)
+	return plot.SaveRow([]*plot.Plot{a, b}, width, height, base)
+}
+
+// lines returns the mean curves as points, in the methods' order.
+func (mc *meanCurves) lines() []plotter.XYs {
+	var out []plotter.XYs
+	for _, m := range mc.order {
+		c := mc.by[m]
+		xys := make(plotter.XYs, len(c.x))
+		for i := range c.x {
+			xys[i] = plotter.XY{X: c.x[i], Y: c.mean[i]}
+		}
+		out = append(out, xys)
+	}
+	return out
 }
 
 // Caption returns Figure 2's caption from the summary table (SummaryTable with its provenance,
@@ -435,7 +455,7 @@ func Caption(t *report.Table, title string) (string, error) {
 	}
 	get := func(key string) string {
 		if v, ok := t.Lookup(key); ok {
-			return v
+			return mdtext.Escape(v)
 		}
 		return "(not recorded)"
 	}

@@ -107,7 +107,8 @@ func solveCG(sys cgSystem, s CGSettings, inLoop bool) cgResult {
 		res2 = state.rr
 	}
 	// A non-finite right-hand side must give a non-finite residual: CG's comparisons are false on
-	// NaN, so its iterate may have stayed at x0, and Max may map NaN to 0 on some backends.
+	// NaN, so its iterate may have stayed at x0, and Max may map NaN to a number (see compat.go:
+	// simdNaN).
 	residual := Where(GreaterThan(ref, zero), Sqrt(Div(Max(res2, zero), ref)), zero)
 	residual = Where(LogicalAnd(IsFinite(ref), IsFinite(res2)), residual, Scalar(g, dtype, math.NaN()))
 	return cgResult{X: state.x, Iterations: state.k, Residual: residual}
@@ -121,10 +122,9 @@ type cgState struct {
 	x, r, p, cp             Vec
 }
 
-// flatten lists the state for a While loop, the iterate x last. The pure-Go backend (compute
-// v0.1.3 to v0.1.14) fails ("index out of range") on a graph whose only outputs are early outputs
-// of a While loop (a caller that keeps only the iterate, Direction.Solution); with x the loop's
-// last output it runs.
+// flatten lists the state for a While loop, the iterate x last: a graph whose only outputs are
+// early outputs of the loop fails (a caller that keeps only the iterate, Direction.Solution); with
+// x the loop's last output it runs (see compat.go: whileEarlyOutputs).
 func (st cgState) flatten() []*Node {
 	out := []*Node{st.k, st.rr, st.beta, st.res2, st.stop}
 	for _, v := range []Vec{st.r, st.p, st.cp, st.x} {
@@ -211,16 +211,13 @@ func vecSelect(mask *Node, onTrue, onFalse Vec) Vec {
 // tolerance is met and keeps the whole solve on the device on XLA.
 //
 // Only operators free of autodiff nodes may run in it (AffineHead's products and the closed-form
-// Gram; see inWhileLoop): the pure-Go backend (compute v0.1.3 to v0.1.14) compiles a closure's
-// execution plan before its graph optimiser rewires same-rank broadcasts
-// (ImplicitBroadcastFusion), so a Gradient built inside a While body runs a stale plan ("input 0
-// for node Reshape not computed yet"). CG on any other operator is unrolled instead.
+// Gram; see inWhileLoop): a Gradient built inside a While body fails (see compat.go:
+// whileGradient). CG on any other operator is unrolled instead.
 //
-// GoMLX (v0.28.3 to v0.28.16) caches scalar constants per graph rather than per function, so a scalar first
-// created inside a closure and later requested by the main function (or a sibling closure) is a
-// node of the wrong scope. Building cond and body once in the main function before the closures
-// (dead code, removed by the backends) puts every scalar they use in the cache as a main-function
-// node, which closures may capture.
+// A scalar constant first created inside a closure and later requested by the main function (or a
+// sibling closure) is a node of the wrong scope (see compat.go: scalarCache). Building cond and
+// body once in the main function before the closures (dead code, removed by the backends) puts
+// every scalar they use in the cache as a main-function node, which closures may capture.
 func whileLoop(init cgState, cond func(cgState) *Node, body func(cgState) cgState) cgState {
 	flat := init.flatten()
 	g := flat[0].Graph()

@@ -27,7 +27,7 @@ type Direction struct {
 	// finite (and D's entries do not sum beyond the dtype's range). A NaN or ±Inf in the batch
 	// or the parameters reaches one of them through sums and products alone (the loss tests
 	// the logits' row sums, the residual the right-hand side's norm), whatever a backend's Exp
-	// or Max make of a NaN. The optimizers take a step only when it holds.
+	// or Max make of a NaN (see compat.go: simdNaN). The optimizers take a step only when it holds.
 	Finite *Node
 	// Damping is the damping telemetry of an optimizer step (UpdateGraphWithLinearization); nil
 	// for a direction computed on its own.

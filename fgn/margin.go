@@ -29,8 +29,8 @@ import (
 //
 // A row with a non-finite logit (or logits whose sum overflows) has a NaN loss: the softplus
 // and the competitor maximum go through Exp and Max, which a backend's vectorised kernels may
-// evaluate to a finite number on NaN, so the loss tests the row's sum Σ_j z_ij, made of additions
-// only, instead of relying on NaN propagating through them.
+// evaluate to a finite number on NaN (see compat.go: simdNaN), so the loss tests the row's sum
+// Σ_j z_ij, made of additions only, instead of relying on NaN propagating through them.
 type Margin struct {
 	// S is the margin s (b).
 	S *Node

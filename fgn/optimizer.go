@@ -33,10 +33,10 @@ import (
 //     trainable variables, in any order. It returns the step's Direction with its diagnostics.
 //
 // The step's graph must read the variables as inputs: mark it as a training graph
-// (scope.Store().SetTraining(g, true), as train.Trainer does) before reading them. A backend may
-// embed the variables of other graphs as constants (the pure-Go backend does in gomlx v0.28.16),
-// and a step on constants would restart from the same parameters every time; the optimizer
-// panics on a parameter that is a constant.
+// (scope.Store().SetTraining(g, true), as train.Trainer does) before reading them. Other graphs
+// embed the variables as constants (see compat.go: variablesAsConstants), and a step on
+// constants would restart from the same parameters every time; the optimizer panics on a
+// parameter that is a constant.
 type Optimizer interface {
 	optimizer.Interface
 

@@ -40,8 +40,11 @@ package fgn
 //
 // parallelismRace: the pure-Go backend's option parallelism=-1, which also avoids that deadlock,
 // makes some graphs fail intermittently ("input 0 for node Sub has been released already").
-// Checked: compute v0.1.14. Workaround: fgn/backend does not use it. Its reproduction is
-// intermittent, so it runs only with FGN_COMPAT_SLOW=1.
+// Seen: compute v0.1.14. Workaround: fgn/backend does not use it. The failure is intermittent:
+// TestCompatParallelismRace (run with FGN_COMPAT_SLOW=1: 200 runs of FGN and SGN directions with
+// 8 executors and parallelism=-1) did not reproduce it on a 2-core machine, so it fails today; a
+// graph that reproduces it is still to be found, or the entry is to be deleted with the option
+// allowed again.
 //
 // simdNaN: the vectorised kernels of the SIMD build (GOEXPERIMENT=simd) evaluate Exp, Tanh and
 // Logistic of NaN to numbers (e.g. Exp(NaN) = 0, Tanh(NaN) = −1). Checked: compute v0.1.14.

@@ -142,19 +142,20 @@ func TestCompatParallelExecutorDeadlock(t *testing.T) {
 	}
 }
 
-// TestCompatParallelismRace runs a small graph 200 times on the pure-Go backend with
-// parallelism=-1 and passes if one run fails with a released buffer.
+// TestCompatParallelismRace runs FGN and SGN directions 200 times on the pure-Go backend with 8
+// executors and parallelism=-1 and passes if one run fails with a released buffer.
 func TestCompatParallelismRace(t *testing.T) {
 	slowCompat(t, "the failure is intermittent")
-	be, err := backend.NewWithConfig("go:parallelism=-1")
+	be, err := backend.NewWithConfig("go:num_executors=8,parallelism=-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newProblem(3, 64, 32, 16, 0, 1)
+	p := newProblem(3, 64, 32, 16, 24, 1)
 	for range 200 {
 		_, err := graphrun.Run(be, func(in []*Node) []*Node {
-			return FGNDirection(affineLin(in), in[1], nil, DefaultSettings()).D
-		}, p.affineInputs(dtypes.Float32)...)
+			return append(FGNDirection(mlpLin(in), in[1], nil, DefaultSettings()).D,
+				SGNDirection(affineLin(in), in[1], nil, DefaultSettings()).D...)
+		}, append(p.mlpInputs(dtypes.Float32), cast(p.w, dtypes.Float32), cast(p.bias, dtypes.Float32))...)
 		if err != nil && strings.Contains(err.Error(), "released already") {
 			t.Logf("still present: %v", firstLine(err))
 			return

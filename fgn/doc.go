@@ -24,10 +24,15 @@
 //     linearize.go: Linearization, Linearize.
 //   - sgn.go: the SGN baseline, SGNDirection.
 //   - direction.go: Direction, the step and its diagnostics, and LossGradient.
-//   - settings.go: Settings, the one settings type, and its defaults (DefaultSettings).
+//   - settings.go: Settings, the one settings type, with the library's defaults (DefaultSettings)
+//     and Algorithm 1's (PaperSettings).
 //   - damping.go: damping policies, ConstantDamping (the paper's) and LevenbergMarquardt.
 //   - optimizer.go, loss.go: FGN and SGN as GoMLX optimizers (optimizer.Interface), with Loss as
 //     the trainer's loss; state lives in variables, so checkpoints restore it.
+//   - params.go: the hyper-parameters read from the model scope (Param*, GNConfig.FromScope);
+//     importing the package registers "fgn" and "sgn" in GoMLX's optimizer.KnownOptimizers, so
+//     optimizer.FromScope selects them.
+//   - compat.go: the upstream GoMLX bugs worked around, one entry each with its reproduction test.
 //
 // Package fgn/paper exposes the quantities the solver computes internally (the operators of
 // sections 3 and 4, the dense matrices of a small problem, CG on any operator, a validated

@@ -39,8 +39,16 @@ func newWhitening(m *Margin, bLambda *Node, floor float64) whitening {
 //	(K + bλ I) u = r̃,   K = J̃ J̃ᵀ = Q^{1/2} G Q^{1/2},  G = J Jᵀ,  J̃ = Q^{1/2} J,  r̃ = Q^{-1/2} r   (eq. 4.6)
 //
 // then back-projection d = −J̃ᵀ u (eq. 4.7). CG starts from u0 (b), or from zero when u0 is nil
-// (the paper's FGN: no warm start). Saturated rows are handled as described for the whitening
-// type.
+// (the paper's FGN: no warm start).
+//
+// Saturated rows. For an example with p_★ → 0, q_i underflows while r̃_i = √(p_†/p_★) overflows.
+// Rows with q_i below cfg's saturation floor q_min (Settings.SaturationFloor) are solved
+// unwhitened with q_i = 0: δ_R = r_R/(bλ), and the other rows solve
+//
+//	(K_WW + bλ I) u_W = Q_W^{-1/2} r_W − Q_W^{1/2} J_W J_Rᵀ δ_R,      d = −Jᵀ(δ_R + Q^{1/2} u),
+//
+// the damped system whose curvature omits those rows, a perturbation of H_FGN of norm at most
+// q_min·max‖J_i‖²/b. With no saturated row this is exactly eqs. (4.5)-(4.6).
 //
 // Row operator. With cfg.RowOperator = ClosedFormGram and a linearisation that forms its margin
 // Gram in closed form (a GramLinearization, e.g. AffineHead: appendix F.2), G is formed once per
@@ -54,9 +62,9 @@ func newWhitening(m *Margin, bLambda *Node, floor float64) whitening {
 //
 //	(H_FGN + λI) d + g = (1/b) J̃ᵀ e,   so   ‖(H_FGN + λI) d + g‖/‖g‖ = √(eᵀK e / ‖Jᵀr‖²).
 //
-// With cfg.CG.StoppingRule = StopParameterResidual (the default) CG stops on this exact
-// parameter-space residual: it evaluates eᵀK e from the operator product each iteration already makes (see
-// solveCG), at the cost of one more operator product when it stops, and ‖Jᵀr‖² = rᵀG r with one
+// With cfg.CG.StoppingRule = StopParameterResidual (DefaultSettings' rule) CG stops on this exact
+// parameter-space residual: it evaluates eᵀK e from the operator product each iteration already
+// makes, at the cost of one more operator product when it stops, and ‖Jᵀr‖² = rᵀG r with one
 // VJP (matrix-free) or one b×b product (closed-form Gram).
 // A cheaper proxy, the unwhitened row residual ‖Q^{1/2}e‖ ≤ Tolerance·‖r‖, bounds the parameter
 // residual only up to the condition number of J, which is unbounded on exactly the batches

@@ -11,7 +11,8 @@ import (
 // cgResult is the outcome of an in-graph CG solve: the approximate solution x, the number of CG
 // steps applied to reach it (int32 scalar) and the final relative residual that the stopping
 // test compared with the tolerance (scalar), 0 when the reference norm is 0 and NaN when the
-// right-hand side or the final residual is not finite.
+// right-hand side or the final residual is not finite or CG stopped because a step overflowed the
+// dtype.
 type cgResult struct {
 	X          Vec
 	Iterations *Node
@@ -108,7 +109,7 @@ func solveCG(sys cgSystem, s CGSettings, inLoop bool) cgResult {
 	}
 	// A non-finite right-hand side must give a non-finite residual: CG's comparisons are false on
 	// NaN, so its iterate may have stayed at x0, and Max may map NaN to a number (see compat.go:
-	// simdNaN).
+	// compatSIMDNaN).
 	residual := Where(GreaterThan(ref, zero), Sqrt(Div(Max(res2, zero), ref)), zero)
 	residual = Where(LogicalAnd(IsFinite(ref), IsFinite(res2)), residual, Scalar(g, dtype, math.NaN()))
 	return cgResult{X: state.x, Iterations: state.k, Residual: residual}
@@ -124,7 +125,7 @@ type cgState struct {
 
 // flatten lists the state for a While loop, the iterate x last: a graph whose only outputs are
 // early outputs of the loop fails (a caller that keeps only the iterate, Direction.Solution); with
-// x the loop's last output it runs (see compat.go: whileEarlyOutputs).
+// x the loop's last output it runs (see compat.go: compatWhileEarlyOutputs).
 func (st cgState) flatten() []*Node {
 	out := []*Node{st.k, st.rr, st.beta, st.res2, st.stop}
 	for _, v := range []Vec{st.r, st.p, st.cp, st.x} {
@@ -155,16 +156,22 @@ func euclideanActive(st cgState, maxIter, threshold *Node) *Node {
 //	α_k = r_kᵀr_k / p_kᵀA p_k,   x_{k+1} = x_k + α_k p_k,   r_{k+1} = r_k − α_k A p_k,
 //	β_k = r_{k+1}ᵀr_{k+1} / r_kᵀr_k,   p_{k+1} = r_{k+1} + β_k p_k,
 //
-// unless r_k passed or the iteration cap is reached. CG also stops, keeping x_k, at exact
-// convergence or breakdown: unless p_kᵀA p_k > 0 and β_k is finite (which requires r_kᵀr_k > 0 and
-// a finite α_k and r_{k+1}). In exact arithmetic on a positive definite A this happens only at
-// the solution, r_k = 0. In floating point r_kᵀr_k can underflow to 0 while the C-seminorm test
-// still fails, and p_kᵀA p_k can underflow to 0 while r_kᵀr_k does not; CG then returns its last
-// iterate. A pass on a stopped state changes nothing. The test costs scalar operations only: β_k
-// is formed from r_{k+1} before x is updated, and x_{k+1} = x_k + 0·p_k = x_k on a pass that
-// does not step.
+// unless r_k passed or the iteration cap is reached. The step is taken only if p_kᵀA p_k is
+// finite and > 0 and β_k is finite (which requires r_kᵀr_k > 0 and a finite α_k and r_{k+1});
+// otherwise CG stops with x_k:
+//   - at exact convergence or breakdown, p_kᵀA p_k ≤ 0 or r_kᵀr_k = 0. In exact arithmetic on a
+//     positive definite A this happens only at the solution, r_k = 0; in floating point
+//     r_kᵀr_k can underflow to 0 while the C-seminorm test still fails, and p_kᵀA p_k can
+//     underflow to 0 while r_kᵀr_k does not;
+//   - on overflow, p_kᵀA p_k not finite, or p_kᵀA p_k > 0 and r_kᵀr_k > 0 with β_k not finite:
+//     a quantity of the step left the dtype's range. The residual is then recorded as +∞, so
+//     that solveCG reports NaN.
+//
+// A pass on a stopped state changes nothing. The test costs scalar operations only: β_k is
+// formed from r_{k+1} before x moves, and x_{k+1} = x_k + 0·p_k = x_k on a pass without a step.
 func cgIteration(sys cgSystem, st cgState, maxIter, threshold *Node) cgState {
 	zero := ZerosLike(st.rr)
+	inf := Scalar(st.rr.Graph(), st.rr.DType(), math.Inf(1))
 	cp, ap := sys.apply(st.p)
 	active := LogicalAnd(LogicalNot(st.stop), euclideanActive(st, maxIter, threshold))
 	res2 := st.rr
@@ -180,15 +187,18 @@ func cgIteration(sys cgSystem, st cgState, maxIter, threshold *Node) cgState {
 	r := vecAxpy(st.r, Neg(alpha), ap)
 	rr := vecDot(r, r)
 	beta := Div(rr, st.rr)
-	update := LogicalAnd(active, LogicalAnd(GreaterThan(pap, zero), IsFinite(beta)))
+	positive := LogicalAnd(IsFinite(pap), GreaterThan(pap, zero))
+	update := LogicalAnd(active, LogicalAnd(positive, IsFinite(beta)))
+	overflow := LogicalAnd(active, LogicalOr(LogicalNot(IsFinite(pap)),
+		LogicalAnd(LogicalAnd(positive, GreaterThan(st.rr, zero)), LogicalNot(IsFinite(beta)))))
 	next := cgState{
 		k:    Where(update, AddScalar(st.k, 1), st.k),
 		x:    vecAxpy(st.x, Where(update, alpha, zero), st.p),
 		r:    vecSelect(update, r, st.r),
 		p:    vecSelect(update, vecAxpy(r, beta, st.p), st.p),
-		rr:   Where(update, rr, st.rr),
+		rr:   Where(update, rr, Where(overflow, inf, st.rr)),
 		beta: Where(update, beta, st.beta),
-		res2: res2,
+		res2: Where(overflow, inf, res2),
 		stop: LogicalNot(update),
 	}
 	if st.cp != nil {
@@ -212,10 +222,10 @@ func vecSelect(mask *Node, onTrue, onFalse Vec) Vec {
 //
 // Only operators free of autodiff nodes may run in it (AffineHead's products and the closed-form
 // Gram; see inWhileLoop): a Gradient built inside a While body fails (see compat.go:
-// whileGradient). CG on any other operator is unrolled instead.
+// compatWhileGradient). CG on any other operator is unrolled instead.
 //
 // A scalar constant first created inside a closure and later requested by the main function (or a
-// sibling closure) is a node of the wrong scope (see compat.go: scalarCache). Building cond and
+// sibling closure) is a node of the wrong scope (see compat.go: compatScalarCache). Building cond and
 // body once in the main function before the closures (dead code, removed by the backends) puts
 // every scalar they use in the cache as a main-function node, which closures may capture.
 func whileLoop(init cgState, cond func(cgState) *Node, body func(cgState) cgState) cgState {

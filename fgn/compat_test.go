@@ -30,8 +30,23 @@ import (
 // fixed fails the test for entry, naming what to delete.
 func fixed(t *testing.T, entry, what string) {
 	t.Helper()
-	t.Fatalf("the upstream bug of compat.go entry %q is fixed (%s): delete the entry and the workarounds "+
-		"that cite it (grep -rn 'see compat.go: %s'), then this test", entry, what, entry)
+	t.Fatalf("the upstream bug of compat.go's entry %q is fixed (%s): delete the entry and the workarounds "+
+		"that cite it (grep -rn '%s' .), then this test", entry, what, compatName(entry))
+}
+
+// compatName returns the name of the compat.go constant whose value is entry.
+func compatName(entry string) string {
+	for name, value := range map[string]string{
+		"compatWhileGradient": compatWhileGradient, "compatWhileEarlyOutputs": compatWhileEarlyOutputs,
+		"compatScalarCache": compatScalarCache, "compatIfCapturedBuffer": compatIfCapturedBuffer,
+		"compatParallelExecutorDeadlock": compatParallelExecutorDeadlock, "compatParallelismRace": compatParallelismRace,
+		"compatSIMDNaN": compatSIMDNaN, "compatVariablesAsConstants": compatVariablesAsConstants,
+	} {
+		if value == entry {
+			return name
+		}
+	}
+	return entry
 }
 
 // whileLoopOf returns the outputs (k, x) of a While loop over the state (k int32, x) that applies
@@ -67,7 +82,7 @@ func TestCompatWhileEarlyOutputs(t *testing.T) {
 			func(st cgState) cgState { return cgIteration(sys, st, maxIter, threshold) })
 		return out.r // an early output only
 	}, a, []float64{1, 2, 3})
-	present(t, "whileEarlyOutputs", err, "index out of range", "a graph whose only output is an early output of CG's While loop runs")
+	present(t, compatWhileEarlyOutputs, err, "index out of range", "a graph whose only output is an early output of CG's While loop runs")
 }
 
 func TestCompatWhileGradient(t *testing.T) {
@@ -75,7 +90,7 @@ func TestCompatWhileGradient(t *testing.T) {
 	_, err := graphrun.Run(testBackend, func(x *Node) *Node {
 		return whileLoopOf(x, func(v *Node) *Node { return Gradient(ReduceAllSum(Mul(v, v)), v)[0] })[1]
 	}, x)
-	present(t, "whileGradient", err, "not computed yet", "a Gradient built inside a While body runs")
+	present(t, compatWhileGradient, err, "not computed yet", "a Gradient built inside a While body runs")
 }
 
 func TestCompatScalarCache(t *testing.T) {
@@ -84,7 +99,7 @@ func TestCompatScalarCache(t *testing.T) {
 		out := whileLoopOf(x, func(v *Node) *Node { return MulScalar(v, 2.5) })[1]
 		return MulScalar(out, 2.5) // the scalar 2.5 was first created inside the body
 	}, x)
-	present(t, "scalarCache", err, "different function scope", "a scalar created in a While body and then in the main function builds")
+	present(t, compatScalarCache, err, "different function scope", "a scalar created in a While body and then in the main function builds")
 }
 
 // present fails the test unless err (the reproduction's error) shows entry's bug: nil means the bug
@@ -95,7 +110,7 @@ func present(t *testing.T, entry string, err error, want, fixedWhat string) {
 	case err == nil:
 		fixed(t, entry, fixedWhat)
 	case !strings.Contains(err.Error(), want):
-		t.Fatalf("compat.go entry %q: the reproduction fails with %v, not with the documented %q", entry, err, want)
+		t.Fatalf("compat.go's entry %q: the reproduction fails with %v, not with the documented %q", entry, err, want)
 	default:
 		t.Logf("still present: %s", firstLine(err))
 	}
@@ -136,7 +151,7 @@ func TestCompatParallelExecutorDeadlock(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		fixed(t, "parallelExecutorDeadlock", fmt.Sprintf("the While loop finished, error %v", err))
+		fixed(t, compatParallelExecutorDeadlock, fmt.Sprintf("the While loop finished, error %v", err))
 	case <-time.After(time.Minute):
 		t.Log("still present: the While loop of 512×512 products has not finished after a minute")
 	}
@@ -161,7 +176,7 @@ func TestCompatParallelismRace(t *testing.T) {
 			return
 		}
 	}
-	fixed(t, "parallelismRace", "200 runs with parallelism=-1 succeeded")
+	fixed(t, compatParallelismRace, "200 runs with parallelism=-1 succeeded")
 }
 
 func TestCompatSIMDNaN(t *testing.T) {
@@ -184,7 +199,7 @@ func TestCompatSIMDNaN(t *testing.T) {
 		}
 	}
 	if len(swallowed) == 0 {
-		fixed(t, "simdNaN", "Exp, Tanh and Logistic of NaN are NaN in the SIMD build")
+		fixed(t, compatSIMDNaN, "Exp, Tanh and Logistic of NaN are NaN in the SIMD build")
 	}
 	t.Logf("still present: %s", strings.Join(swallowed, ", "))
 }
@@ -200,36 +215,24 @@ func TestCompatVariablesAsConstants(t *testing.T) {
 	})
 	exec.MustCall([]float64{0, 0})
 	if nodeType != NodeTypeConstant {
-		fixed(t, "variablesAsConstants", fmt.Sprintf("a variable read by a graph not marked as training is a %s node", nodeType))
+		fixed(t, compatVariablesAsConstants, fmt.Sprintf("a variable read by a graph not marked as training is a %s node", nodeType))
 	}
 	t.Logf("still present: the variable is a %s node", nodeType)
 }
 
-func TestCompatFusedDenseSecondOrder(t *testing.T) {
-	if !testBackend.Capabilities().Operations[compute.OpTypeFusedDenseVJP] {
-		t.Skipf("backend %s has no fused Dense VJP", testBackend.Name())
-	}
-	t.Setenv(FusionEnv, "true")
-	_, err := graphrun.Run(testBackend, func(x, w, b *Node) *Node {
-		z := nn.Dense(x, w, b, compute.DenseLayoutInputOutputs)
-		gw := Gradient(ReduceAllSum(Square(z)), w)[0]
-		return Gradient(ReduceAllSum(Square(gw)), x)[0]
-	}, [][]float64{{1, 2}}, [][]float64{{1, 2}, {3, 4}}, []float64{1, 1})
-	present(t, "fusedDenseSecondOrder", err, "FusedDenseVJP", "a second-order gradient through nn.Dense builds")
-}
-
-// TestCompatCitations checks that every "see compat.go: <entry>" in the module's Go and Markdown
-// files names an entry of compat.go, and that every entry is cited.
+// TestCompatCitations checks that every compat.go name (compatX) cited in the module's Go and
+// Markdown files is an entry of compat.go, and that every entry is cited outside compat.go and its
+// tests.
 func TestCompatCitations(t *testing.T) {
 	src, err := os.ReadFile("compat.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	entries := map[string]int{}
-	for _, m := range regexp.MustCompile(`(?m)^// ([a-z]\w*): `).FindAllStringSubmatch(string(src), -1) {
+	for _, m := range regexp.MustCompile(`(?m)^\t(compat[A-Z]\w*) = `).FindAllStringSubmatch(string(src), -1) {
 		entries[m[1]] = 0
 	}
-	cite := regexp.MustCompile(`see compat\.go:(?:\s|//)*(\w+)`)
+	cite := regexp.MustCompile(`\bcompat[A-Z]\w*`)
 	err = filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -237,31 +240,76 @@ func TestCompatCitations(t *testing.T) {
 		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != ".." {
 			return filepath.SkipDir
 		}
-		if d.IsDir() || !(strings.HasSuffix(path, ".go") || strings.HasSuffix(path, ".md")) || strings.HasSuffix(path, "compat_test.go") {
+		name := filepath.Base(path)
+		if d.IsDir() || !(strings.HasSuffix(name, ".go") || strings.HasSuffix(name, ".md")) ||
+			(strings.HasPrefix(name, "compat") && filepath.Base(filepath.Dir(path)) == "fgn") {
 			return nil
 		}
 		text, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
-		for _, m := range cite.FindAllStringSubmatch(string(text), -1) {
-			if _, ok := entries[m[1]]; !ok {
-				t.Errorf("%s cites compat.go entry %q, which does not exist", path, m[1])
+		for _, c := range cite.FindAllString(string(text), -1) {
+			if _, ok := entries[c]; !ok {
+				t.Errorf("%s cites %s, which is not an entry of compat.go", path, c)
 				continue
 			}
-			entries[m[1]]++
+			entries[c]++
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) < 9 {
-		t.Errorf("compat.go has %d entries, want the 9 it documents", len(entries))
+	if len(entries) < 11 {
+		t.Errorf("compat.go has %d entries, want the 11 it documents", len(entries))
 	}
 	for name, n := range entries {
 		if n == 0 {
-			t.Errorf("compat.go entry %q is cited nowhere (delete it, or cite it where its workaround is)", name)
+			t.Errorf("compat.go's entry %s is cited nowhere (delete it, or cite it where its workaround is)", name)
 		}
+	}
+}
+
+// doubleVJPError returns the error of building J v = ∇_a⟨J_wᵀa, v⟩ for y = op(x, w) by two
+// reverse passes, nil if GoMLX builds and runs it.
+func doubleVJPError(op func(x, w *Node) *Node, xShape, wShape shapes.Shape) error {
+	_, err := graphrun.Run(testBackend, func(x, w, v *Node) *Node {
+		y := op(x, w)
+		a := ZerosLike(y)
+		vjp := Gradient(ReduceAllSum(Mul(y, a)), w)[0]
+		return Gradient(ReduceAllSum(Mul(vjp, v)), a)[0]
+	}, tensors.FromShape(xShape), tensors.FromShape(wShape), tensors.FromShape(wShape))
+	return err
+}
+
+func TestCompatConvVJPNotDifferentiable(t *testing.T) {
+	x, k := shapes.Make(dtypes.Float64, 2, 5, 5, 3), shapes.Make(dtypes.Float64, 3, 3, 3, 4)
+	err := doubleVJPError(func(x, k *Node) *Node { return Convolve(x, k).PadSame().Done() }, x, k)
+	if err != nil && !strings.Contains(err.Error(), "ConvGeneral") {
+		t.Fatalf("the double VJP of a convolution fails, but not in ConvGeneral: %v", err)
+	}
+	if err == nil {
+		t.Errorf("%s: GoMLX now differentiates the ConvGeneral VJP again: delete the compat.go entry "+
+			"compatConvVJPNotDifferentiable and its mention in Linearize's doc", compatConvVJPNotDifferentiable)
+	} else {
+		t.Logf("%s (present): %v", compatConvVJPNotDifferentiable, firstLine(err))
+	}
+}
+
+func TestCompatFusedDenseVJPNoGradient(t *testing.T) {
+	if !testBackend.Capabilities().Operations[compute.OpTypeFusedDenseVJP] {
+		t.Skipf("backend %s does not fuse Dense", testBackend.Name())
+	}
+	x, w := shapes.Make(dtypes.Float64, 4, 3), shapes.Make(dtypes.Float64, 3, 2)
+	err := doubleVJPError(func(x, w *Node) *Node { return nn.Dense(x, w, nil, compute.DenseLayoutInputOutputs) }, x, w)
+	if err != nil && !strings.Contains(err.Error(), "FusedDenseVJP") {
+		t.Fatalf("the double VJP of a fused Dense fails, but not in FusedDenseVJP: %v", err)
+	}
+	if err == nil {
+		t.Errorf("%s: GoMLX now differentiates FusedDenseVJP: delete the compat.go entry "+
+			"compatFusedDenseVJPNoGradient and its mention in Linearize's doc", compatFusedDenseVJPNoGradient)
+	} else {
+		t.Logf("%s (present): %v", compatFusedDenseVJPNoGradient, firstLine(err))
 	}
 }

@@ -27,16 +27,33 @@ type Direction struct {
 	// finite (and D's entries do not sum beyond the dtype's range). A NaN or ±Inf in the batch
 	// or the parameters reaches one of them through sums and products alone (the loss tests
 	// the logits' row sums, the residual the right-hand side's norm), whatever a backend's Exp
-	// or Max make of a NaN (see compat.go: simdNaN). The optimizers take a step only when it holds.
+	// or Max make of a NaN (see compat.go: compatSIMDNaN). The optimizers take a step only when it holds.
 	Finite *Node
 	// Damping is the damping telemetry of an optimizer step (UpdateGraphWithLinearization); nil
 	// for a direction computed on its own.
 	Damping *StepDamping
+	// Linearization names the linearisation of a Trainer step (Optimizer's UpdateGraph); empty
+	// for a direction computed from a linearisation given by the caller.
+	Linearization LinearizationKind
 
 	// rowRHS is, for FGN, the right-hand side of the whitened row system that Solution
 	// approximately solves: r̃ = Q^{-1/2} r (eq. 4.6) when no row is saturated; nil for SGN.
 	rowRHS *Node
 }
+
+// LinearizationKind names how an optimizer step in train.Trainer linearised the logits.
+type LinearizationKind string
+
+const (
+	// RecordedLinearization is the linearisation the model recorded with RecordLinearization.
+	RecordedLinearization LinearizationKind = "recorded"
+	// AffineHeadLinearization is an AffineHead the optimizer recognised in the graph: the logits
+	// are z = h W (+ 1 bᵀ) with features h that no trainable variable reaches, so the step uses
+	// the head's exact products and FGN its closed-form margin Gram (appendix F.2).
+	AffineHeadLinearization LinearizationKind = "exact head products (affine head recognised)"
+	// AutodiffLinearization is Linearize: autodiff of the logits.
+	AutodiffLinearization LinearizationKind = "autodiff"
+)
 
 // LossGradient returns the mean cross-entropy of a batch and its gradient
 //

@@ -29,7 +29,7 @@ import (
 //
 // A row with a non-finite logit (or logits whose sum overflows) has a NaN loss: the softplus
 // and the competitor maximum go through Exp and Max, which a backend's vectorised kernels may
-// evaluate to a finite number on NaN (see compat.go: simdNaN), so the loss tests the row's sum
+// evaluate to a finite number on NaN (see compat.go: compatSIMDNaN), so the loss tests the row's sum
 // Σ_j z_ij, made of additions only, instead of relying on NaN propagating through them.
 type Margin struct {
 	// S is the margin s (b).
@@ -97,7 +97,7 @@ func NewMargin(logits, labels *Node) *Margin {
 		PDagger: pDagger,
 		Q:       Mul(pStar, pDagger),
 		Rho:     rho,
-		Xi:      OneMinus(Einsum("ic,ic->i", rho, rho)), // row-wise dot products: no b×C temporary
+		Xi:      OneMinus(ReduceSum(Square(rho), -1)), // not Einsum("ic,ic->i"): compatRowDotsLargeKernel
 		Loss:    loss,
 		GradS:   Where(isTrue, Scalar(g, dtype, -1), rho),
 		OneHot:  oneHot,

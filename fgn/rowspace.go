@@ -159,12 +159,12 @@ func (f matrixFreeGram) normJT(a *Node) *Node {
 // then so is G δ_R; when the Gram can be applied inside a closure (inLoop, see whileLoop) an If
 // skips its products (one VJP and one JVP matrix-free, a b×b product in closed form) unless some
 // entry of δ_R is non-zero. Autodiff products cannot run in a closure (see compat.go:
-// whileGradient), so they are always formed. The If returns a new value and captures only values
-// that are read after it (see compat.go: ifCapturedBuffer).
+// compatWhileGradient), so they are always formed. The If returns a new value and captures only values
+// that are read after it (see compat.go: compatIfCapturedBuffer).
 //
 // As for whileLoop, the branch is first built in the main function (dead code, removed by the
 // backends) so that every scalar constant it uses is a main-function node the closure may capture
-// (see compat.go: scalarCache).
+// (see compat.go: compatScalarCache).
 func saturatedCoupling(gram marginGram, deltaR *Node, inLoop bool) *Node {
 	coupling := gram.times(deltaR)
 	if !inLoop {

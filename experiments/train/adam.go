@@ -43,7 +43,7 @@ const (
 // needed once the new one is formed, so a backend may update the parameters and the moments in
 // place. (An If on the condition would skip the arithmetic, but the pure-Go backend puts back into
 // its pool a captured buffer that an If branch has updated in place and returned, so the next step
-// overwrites the parameters the caller holds; see compat.go: ifCapturedBuffer in package fgn.)
+// overwrites the parameters the caller holds; see compat.go: compatIfCapturedBuffer in package fgn.)
 func adamUpdate(scope *model.Scope, vars []*model.Variable, grad fgn.Vec, lr float64, loss *Node) *Node {
 	g := loss.Graph()
 	state := scope.Store().Scope(adamScope).WithInitializer(initializer.Zero)

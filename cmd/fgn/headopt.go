@@ -17,6 +17,7 @@ import (
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/cli"
 	"github.com/fgn-paper/fgn/internal/progress"
+	"github.com/gomlx/compute"
 )
 
 const headoptHelp = `usage: fgn headopt [select] [flags]
@@ -53,24 +54,29 @@ func addHeadoptFlags(fs *command) *headoptFlags {
 	}
 }
 
-// load returns the profile and the data the flags name.
-func (f *headoptFlags) load() (headopt.Profile, *headopt.Data, error) {
+// load returns the backend, the profile and the data the flags name.
+func (f *headoptFlags) load() (compute.Backend, headopt.Profile, *headopt.Data, error) {
+	be, err := newBackend(*f.backend)
+	if err != nil {
+		return nil, headopt.Profile{}, nil, err
+	}
 	plan, err := profile.Named(*f.profile)
 	if err != nil {
-		return headopt.Profile{}, nil, cli.UsageError{Err: fmt.Errorf("headopt: --profile: %w", err)}
+		return nil, headopt.Profile{}, nil, cli.UsageError{Err: fmt.Errorf("headopt: --profile: %w", err)}
 	}
 	p := plan.Headopt
+	var d *headopt.Data
 	switch {
 	case *f.synthetic && *f.features != "":
-		return p, nil, cli.Usagef("headopt: --features and --synthetic exclude each other")
+		err = cli.Usagef("headopt: --features and --synthetic exclude each other")
 	case *f.synthetic:
-		d, err := headopt.Synthetic(p)
-		return p, d, err
+		d, err = headopt.Synthetic(p)
 	case *f.features != "":
-		d, err := headopt.LoadCache(*f.features)
-		return p, d, err
+		d, err = headopt.LoadCache(*f.features)
+	default:
+		err = cli.Usagef("headopt: name the data: --features DIR (a feature cache) or --synthetic (a stand-in, not Cars196)")
 	}
-	return p, nil, cli.Usagef("headopt: name the data: --features DIR (a feature cache) or --synthetic (a stand-in, not Cars196)")
+	return be, p, d, err
 }
 
 // runProgress returns the per-run progress bars of the selection's candidate runs, labelled
@@ -105,11 +111,7 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 			return cli.Usagef("headopt: --thresholds: %v", err)
 		}
 	}
-	be, err := newBackend(*hf.backend)
-	if err != nil {
-		return err
-	}
-	p, d, err := hf.load()
+	be, p, d, err := hf.load()
 	if err != nil {
 		return err
 	}
@@ -167,11 +169,7 @@ func runHeadoptSelect(args []string, stdout, stderr io.Writer) error {
 	if !(*fraction < 1) {
 		return cli.Usagef("headopt select: --val-fraction %g: want a fraction in (0, 1)", *fraction)
 	}
-	be, err := newBackend(*hf.backend)
-	if err != nil {
-		return err
-	}
-	p, d, err := hf.load()
+	be, p, d, err := hf.load()
 	if err != nil {
 		return err
 	}

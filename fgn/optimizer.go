@@ -168,11 +168,6 @@ func (o *gnOptimizer) UpdateGraph(scope *model.Scope, g *Graph, loss *Node) {
 			"terms added to it); %s's curvature is that of fgn.Loss's cross-entropy alone", o.c.name())
 	}
 	lin := rec.lin
-	if lin == nil && o.c.damping.Adaptive() {
-		exceptions.Panicf("fgn: %s with %s damping needs the batch loss at the trial point w + αd, which autodiff of "+
-			"the recorded logits cannot evaluate: the model must record its linearisation with RecordLinearization, "+
-			"an AffineHead or LinearizeFunc(modelFn, params)", o.c.name(), o.c.damping)
-	}
 	if lin == nil {
 		_, params := trainableVariables(scope, g)
 		lin = Linearize(rec.logits, params)

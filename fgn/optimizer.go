@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/initializer"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
@@ -53,12 +55,18 @@ type Optimizer interface {
 	// d at the current parameters lin.Params() and sets the variables to their updated values.
 	// The returned Direction reports the batch loss (before the step), CG iterations and
 	// residual, and the means of p_† and ξ. When Direction.Finite is false (a NaN or Inf in the
-	// loss, the direction or the CG residual, e.g. from a non-finite feature), the step leaves
-	// every parameter and every warm-start state variable unchanged; the global step still
-	// counts it, as train.Loop does.
+	// loss, the direction or the CG residual, e.g. from a non-finite feature or an overflow), the
+	// step leaves every parameter and every warm-start state variable unchanged and adds 1 to
+	// SkippedSteps; the global step still counts it, as train.Loop does.
 	//
 	// It is a graph-building function and panics on error.
 	UpdateGraphWithLinearization(scope *model.Scope, lin Linearization, labels *Node) *Direction
+
+	// SkippedSteps returns how many steps in store were not taken because their direction was
+	// not finite (Direction.Finite false), since the optimizer's state was created or cleared:
+	// the int64 state variable "skipped_steps" under the optimizer's scope, which checkpoints
+	// keep. It is 0 before the first step.
+	SkippedSteps(store *model.Store) int64
 }
 
 var _ optimizer.Interface = (*gnOptimizer)(nil)
@@ -264,7 +272,24 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 	if lambda != nil {
 		lambda.SetNodeValue(dir.Damping.Next)
 	}
+	skipped := o.skippedStepsVar(scope.Store())
+	count := skipped.NodeValue(g)
+	skipped.SetNodeValue(Where(dir.Finite, count, AddScalar(count, 1)))
 	return dir
+}
+
+// skippedStepsVar returns the counter of SkippedSteps, created as 0 on first use.
+func (o *gnOptimizer) skippedStepsVar(store *model.Store) *model.Variable {
+	return store.Scope(path.Join("/", o.c.scopeName)).WithInitializer(initializer.Zero).
+		VariableWithShape("skipped_steps", shapes.Make(dtypes.Int64)).SetTrainable(false)
+}
+
+func (o *gnOptimizer) SkippedSteps(store *model.Store) int64 {
+	v := store.GetVariable(path.Join("/", o.c.scopeName, "skipped_steps"))
+	if v == nil {
+		return 0
+	}
+	return tensors.ToScalar[int64](v.MustValue())
 }
 
 // warmStartState returns the (non-trainable) warm-start variables, created as zeros on first use,

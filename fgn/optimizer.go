@@ -44,10 +44,10 @@ import (
 //     trainable variables, in any order. It returns the step's Direction with its diagnostics.
 //
 // The step's graph must read the variables as inputs: mark it as a training graph
-// (scope.Store().SetTraining(g, true), as train.Trainer does) before reading them. A backend may
-// embed the variables of other graphs as constants (the pure-Go backend does in gomlx v0.28.16),
-// and a step on constants would restart from the same parameters every time; the optimizer
-// panics on a parameter that is a constant.
+// (scope.Store().SetTraining(g, true), as train.Trainer does) before reading them. Other graphs
+// embed the variables as constants (see compat.go: compatVariablesAsConstants), and a step on
+// constants would restart from the same parameters every time; the optimizer panics on a
+// parameter that is a constant.
 type Optimizer interface {
 	optimizer.Interface
 
@@ -80,16 +80,18 @@ type GNConfig struct {
 	scopeName string
 }
 
-// FGN returns the configuration of the FGN optimizer with the paper's settings (DefaultSettings:
-// α = 0.1, λ = 1, at most 5 CG iterations, tolerance 1e-5, the closed-form Gram whenever the
-// linearisation provides one, no warm start). Its state lives under the store scope "/FGNOptimizer".
+// FGN returns the configuration of the FGN optimizer with DefaultSettings (α = 0.1, λ = 1, at
+// most 5 CG iterations stopped on the parameter-space residual with tolerance 1e-5, the
+// closed-form Gram whenever the linearisation provides one, no warm start; WithSettings(
+// PaperSettings()) runs Algorithm 1 exactly). Its state lives under the store scope "/FGNOptimizer".
 func FGN() *GNConfig {
 	return &GNConfig{fgn: true, s: DefaultSettings(), damping: ConstantDamping{}, scopeName: "FGNOptimizer"}
 }
 
 // SGN returns the configuration of the SGN baseline optimizer (full softmax GGN, parameter-space
-// CG) with the paper's settings: DefaultSettings with CG warm-started from the previous
-// direction. Its state lives under the store scope "/SGNOptimizer".
+// CG) with DefaultSettings and CG warm-started from the previous direction, as in the paper's
+// runs (app. F.2; SGN's CG has one stopping rule). Its state lives under the store scope
+// "/SGNOptimizer".
 func SGN() *GNConfig {
 	s := DefaultSettings()
 	s.WarmStart = true
@@ -237,17 +239,17 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 		}
 		warm, x0 = o.warmStartState(scope, g, vars, stateShapes)
 	}
-	cfg := o.c.s
 	var lambda *model.Variable
+	var lambdaState *Node // λ's current value for an adaptive policy, nil for a constant λ
 	if o.c.damping.Adaptive() {
 		lambda = o.dampingState(scope, dtype)
-		cfg.lambdaState = lambda.NodeValue(g)
+		lambdaState = lambda.NodeValue(g)
 	}
 	var dir *Direction
 	if o.c.fgn {
-		dir = FGNDirection(lin, labels, first(x0), cfg)
+		dir = fgnDirection(lin, labels, first(x0), o.c.s, lambdaState)
 	} else {
-		dir = SGNDirection(lin, labels, x0, cfg)
+		dir = sgnDirection(lin, labels, x0, o.c.s, lambdaState)
 	}
 	// The step size is taken as 0 unless the direction is finite. keepUnless below is what
 	// discards a non-finite step (0·NaN is NaN); this makes the scaling α d wait for Finite's
@@ -258,7 +260,7 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 	for k, p := range params {
 		updated[k] = Add(p, Mul(ConvertDType(stepSize, p.DType()), dir.D[k]))
 	}
-	dir.Damping = o.stepDamping(lin, labels, dir, alpha, updated, cfg)
+	dir.Damping = o.stepDamping(lin, labels, dir, alpha, updated, lambdaState)
 	// A step not taken (not finite, or rejected by an adaptive damping policy) changes nothing
 	// but an adaptive policy's λ.
 	for k, v := range warm {

@@ -12,6 +12,7 @@ import (
 	"github.com/fgn-paper/fgn/experiments/headopt"
 	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/report"
+	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/cli"
@@ -52,23 +53,34 @@ func addHeadoptFlags(fs *command) *headoptFlags {
 	}
 }
 
-// load returns the profile and the data the flags name.
+// load returns the profile and the data the flags name, refusing data on which a run of the
+// profile's methods would not fit in the machine's memory (train.CheckMemory).
 func (f *headoptFlags) load() (headopt.Profile, *headopt.Data, error) {
 	p, err := headopt.ProfileNamed(*f.profile)
 	if err != nil {
 		return p, nil, cli.UsageError{Err: err}
 	}
+	var d *headopt.Data
 	switch {
 	case *f.synthetic && *f.features != "":
 		return p, nil, cli.Usagef("headopt: --features and --synthetic exclude each other")
 	case *f.synthetic:
-		d, err := headopt.Synthetic(p)
-		return p, d, err
+		d, err = headopt.Synthetic(p)
 	case *f.features != "":
-		d, err := headopt.LoadCache(*f.features)
+		d, err = headopt.LoadCache(*f.features)
+	default:
+		return p, nil, cli.Usagef("headopt: name the data: --features DIR (a feature cache) or --synthetic (a stand-in, not Cars196)")
+	}
+	if err != nil {
 		return p, d, err
 	}
-	return p, nil, cli.Usagef("headopt: name the data: --features DIR (a feature cache) or --synthetic (a stand-in, not Cars196)")
+	for _, m := range p.Methods {
+		cfg := train.Config{Method: m, BatchSize: p.BatchSize}
+		if err := train.CheckMemory(cfg, d.Train.N, d.Test.N, d.Train.D, d.Classes); err != nil {
+			return p, d, cli.ConfigError{Err: fmt.Errorf("headopt: %w", err)}
+		}
+	}
+	return p, d, nil
 }
 
 // runProgress returns the per-run progress bars of the selection's candidate runs, labelled

@@ -9,6 +9,7 @@ import (
 	"github.com/gomlx/compute"
 
 	"github.com/fgn-paper/fgn/experiments/method"
+	"github.com/fgn-paper/fgn/experiments/profile"
 	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/cli"
@@ -172,6 +173,11 @@ func parseInt(s string) (int, error) {
 
 func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
+// profileFlag defines --profile, a name of package profile's table.
+func (c *command) profileFlag() *string {
+	return c.String("profile", "quick", "profile: "+profile.Usage)
+}
+
 // backendFlag defines --backend.
 func (c *command) backendFlag() *string {
 	return c.String("backend", "", "backend, as GOMLX_BACKEND: go, xla:cpu, xla:cuda or xla:/abs/path/plugin.so (default: $GOMLX_BACKEND, else go)")
@@ -212,7 +218,7 @@ func parseMethods(list string) ([]method.Method, error) {
 	return ms, nil
 }
 
-// dampingValue is a damping policy flag, by the names of fgn.ParseDampingPolicy.
+// dampingValue is a damping policy flag, by the policies' String names: "constant" or "lm".
 type dampingValue struct{ p *fgn.DampingPolicy }
 
 func (v dampingValue) String() string {
@@ -223,12 +229,13 @@ func (v dampingValue) String() string {
 }
 
 func (v dampingValue) Set(s string) error {
-	p, err := fgn.ParseDampingPolicy(s)
-	if err != nil {
-		return err
+	for _, p := range []fgn.DampingPolicy{fgn.ConstantDamping{}, fgn.LevenbergMarquardt()} {
+		if p.String() == s {
+			*v.p = p
+			return nil
+		}
 	}
-	*v.p = p
-	return nil
+	return fmt.Errorf("unknown damping policy %q (want %q or %q)", s, fgn.ConstantDamping{}, fgn.LevenbergMarquardt())
 }
 
 // dampingPolicy defines a damping policy flag whose default is fgn.ConstantDamping.

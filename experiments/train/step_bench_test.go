@@ -103,10 +103,7 @@ func BenchmarkStepScale(b *testing.B) {
 }
 
 func benchmarkStep(b *testing.B, m method.Method, lin method.Linearization, batch, dim, numClasses int) {
-	profile, err := mechanism.StepTimeProfile("full")
-	if err != nil {
-		b.Fatal(err)
-	}
+	profile := mechanism.PaperStepTime()
 	cfg := profile.StepConfig(m)
 	cfg.Linearization = lin
 	runtime.GC() // twice: the first collection moves the pools of earlier benchmarks to their victim caches,

@@ -432,7 +432,7 @@ def scale_report(rows, sgemm, loads, machine, started, steps):
         "the estimate is what `train.EstimateMemory` (which `fgn train` and `train.Run` check against the",
         "machine's available memory) counts of what the benchmark holds.",
         "",
-        f"- date: {started:%Y-%m-%d %H:%M} UTC; 1-minute load average {loads[0]:.2f} at start, {loads[1]:.2f} at end",
+        f"- date: {started:%Y-%m-%d}; 1-minute load average {loads[0]:.2f} at start, {loads[1]:.2f} at end",
         f"- machine: {machine['cpu']}; {platform.system()} {platform.release()}",
         f"- Go: {go_version}, {modules}, backend: pure Go (default), GOEXPERIMENT=simd",
         f"- PyTorch {torch.__version__}, NumPy {np.__version__}, BLAS: {machine['blas']}",
@@ -467,7 +467,7 @@ def scale_csv(rows, sgemm, loads, machine, started):
     """The scale run as a CSV table in experiments/report's layout (provenance comments, header,
     rows), with the project's method names, for bench/scalefig."""
     go_version, modules = machine["go"]
-    out = [f"# date: {started:%Y-%m-%d %H:%M} UTC",
+    out = [f"# date: {started:%Y-%m-%d}",
            f"# machine: {machine['cpu']}",
            f"# go: {go_version}, {modules}, pure Go backend, GOEXPERIMENT=simd",
            f"# peer: PyTorch {torch.__version__}, {THREADS} threads, BLAS {machine['blas']}",

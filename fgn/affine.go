@@ -10,9 +10,9 @@ import (
 //
 //	J_z (V, v) = h V + 1 vᵀ,       J_zᵀ m = (hᵀ m, 1ᵀ m).
 //
-// It is exact (the logits are linear in (W, b)), costs one b×d×C product per call, and is safe
-// to use inside in-graph loops. Params is (W, bias). It is a GramLinearization: MarginGram forms
-// the margin Gram in closed form (AffineMarginGram).
+// It is exact (the logits are linear in (W, b): LinearInParams), costs one b×d×C product per call,
+// and is safe to use inside in-graph loops (WhileSafe). Params is (W, bias). It is a
+// GramLinearization: MarginGram forms the margin Gram in closed form (AffineMarginGram).
 type AffineHead struct {
 	// H holds the features (b×d); W (d×C) and Bias (C) are the parameters.
 	H, W, Bias *Node
@@ -41,7 +41,12 @@ func NewAffineHead(h, w, bias *Node) *AffineHead {
 
 func (a *AffineHead) Logits() *Node { return a.logits }
 func (a *AffineHead) Params() Vec   { return Vec{a.W, a.Bias} }
-func (a *AffineHead) whileSafe()    {}
+
+// WhileSafe reports true: the products are two matrix products of nodes built outside the loop.
+func (a *AffineHead) WhileSafe() bool { return true }
+
+// LinearInParams reports true: the logits are affine in (W, bias).
+func (a *AffineHead) LinearInParams() bool { return true }
 
 func (a *AffineHead) VJP(m *Node) Vec {
 	return Vec{MatMul(a.HT, m), ReduceSum(m, 0)}

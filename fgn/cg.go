@@ -59,7 +59,7 @@ func (sys cgSystem) apply(v Vec) (cv, av Vec) {
 
 // solveCG runs CG on sys. With inLoop the iterations run in a GoMLX While loop that exits as soon
 // as the test passes, so on XLA the whole solve stays on the device; sys's operator must then be
-// buildable inside a While body (see whileSafe). Otherwise they are unrolled and masked as
+// buildable inside a While body (see WhileSafe). Otherwise they are unrolled and masked as
 // described for CG.
 //
 // The Euclidean test ‖e_k‖ uses the recurrence's ‖r_k‖², known before iteration k applies the
@@ -228,11 +228,9 @@ func vecSelect(mask *Node, onTrue, onFalse Vec) Vec {
 // whileLoop runs body while cond holds, as a GoMLX While loop, which exits as soon as the
 // tolerance is met and keeps the whole solve on the device on XLA.
 //
-// Only operators free of autodiff nodes may run in it (AffineHead's products and the closed-form
-// Gram; see inWhileLoop): the pure-Go backend (compute v0.1.3 to v0.1.14) compiles a closure's
-// execution plan before its graph optimiser rewires same-rank broadcasts
-// (ImplicitBroadcastFusion), so a Gradient built inside a While body runs a stale plan ("input 0
-// for node Reshape not computed yet"). CG on any other operator is unrolled instead.
+// Only operators whose linearisation is WhileSafe, and the closed-form Gram, may run in it: the
+// pure-Go backend runs some While bodies with a stale plan (compat.go: compatClosureStalePlan).
+// CG on any other operator is unrolled instead.
 //
 // GoMLX (v0.28.3 to v0.28.16) caches scalar constants per graph rather than per function, so a scalar first
 // created inside a closure and later requested by the main function (or a sibling closure) is a

@@ -20,4 +20,21 @@ const (
 	// its VJP. Checked: gomlx v0.28.16, compute v0.1.14 (pure-Go backend). Test:
 	// TestCompatFusedDenseVJPNoGradient.
 	compatFusedDenseVJPNoGradient = "FusedDenseVJP has no gradient"
+
+	// compatFusedActivationVJPClone: GoMLX's Node.CloneWithInputs of a FusedActivationVJP node
+	// with the activation's input x reads its new inputs as (y, x, dOutput), but the node lists
+	// them (Node.Inputs) as (y, dOutput, x), so a clone given its node's own inputs swaps x and
+	// dOutput and computes another product. subgraph.clone (forward.go) reorders them. Checked:
+	// gomlx v0.28.16. Test: TestCompatFusedActivationVJPClone.
+	compatFusedActivationVJPClone = "FusedActivationVJP clones with x and dOutput swapped"
+
+	// compatClosureStalePlan: the pure-Go backend compiles a closure's execution plan (the body
+	// of a While loop) when the closure is built, before its optimiser (ImplicitBroadcastFusion)
+	// rewires the consumers of a same-rank or scalar BroadcastInDim to the broadcast's input, so a
+	// While body that broadcasts a node it computes itself fails at run time ("input 0 for node
+	// Mul not computed yet"). Gradient builds such broadcasts, so CG runs in a While loop only on
+	// products free of them: AffineHead's, and Linearize's when subgraph.closureSafe finds none
+	// in the products it clones (linearMap); others are unrolled. Checked: compute v0.1.3 to
+	// v0.1.14. Test: TestCompatClosureStalePlan.
+	compatClosureStalePlan = "closure plans are compiled before the broadcast fusion"
 )

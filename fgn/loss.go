@@ -38,7 +38,8 @@ func Loss(labels, predictions []*Node) *Node {
 // knows its Jacobian products in closed form calls it and returns lin.Logits() as its
 // prediction, e.g. an affine head returns the logits of a recorded NewAffineHead(h, W, bias). An
 // adaptive DampingPolicy needs a recorded linearisation that can evaluate the logits at the trial
-// parameters: an AffineHead, or LinearizeFunc of the model function.
+// parameters, which AffineHead and Linearize can (see LogitsEvaluator and LinearInParams); a
+// model that records nothing is linearised by Linearize.
 // lin.Params() must be the current values (v.NodeValue(g)) of the trainable variables that the
 // optimizer steps, in any order (see Optimizer).
 func RecordLinearization(lin Linearization) {

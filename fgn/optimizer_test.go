@@ -24,9 +24,6 @@ type optModel struct {
 	mlp   bool
 	// generic forces the generic closures for the affine head.
 	generic bool
-	// modelFunc linearises the MLP with LinearizeFunc (which evaluates trial logits), recorded for
-	// the Trainer like the affine head.
-	modelFunc bool
 }
 
 func newOptModel(p *problem, mlp, generic bool) *optModel {
@@ -56,10 +53,7 @@ func (m *optModel) lin(h *Node) Linearization {
 	for k, variable := range m.vars {
 		v[k] = variable.NodeValue(g)
 	}
-	switch {
-	case m.mlp && m.modelFunc:
-		return LinearizeFunc(func(w Vec) *Node { return mlpLogits(h, w) }, v)
-	case m.mlp:
+	if m.mlp {
 		return mlpLin(append([]*Node{h, nil}, v...))
 	}
 	head := NewAffineHead(h, v[0], v[1])
@@ -103,10 +97,10 @@ func (m *optModel) step(t *testing.T, opt Optimizer, p *problem, n int) float64 
 
 // logits is the model function the Trainer calls: the logits of the linearisation m.lin, with
 // the affine head recorded as a closed form unless m.generic (then the optimizer linearises the
-// logits by autodiff, as it does for the MLP unless m.modelFunc).
+// logits by autodiff, as it does for the MLP).
 func (m *optModel) logits(_ *model.Scope, h *Node) *Node {
 	lin := m.lin(h)
-	if _, ok := lin.(*AffineHead); ok || m.modelFunc {
+	if _, ok := lin.(*AffineHead); ok {
 		RecordLinearization(lin)
 	}
 	return lin.Logits()

@@ -15,19 +15,20 @@ type CGResult struct {
 	// Iterations is the number of CG steps applied to reach X (int32 scalar).
 	Iterations *Node
 	// Residual is the final relative residual that the stopping test compared with the
-	// tolerance (scalar), 0 when the reference norm is 0 and NaN when the right-hand side or
-	// the final residual is not finite.
+	// tolerance (scalar), 0 when the reference norm is 0, and NaN when the right-hand side or
+	// the final residual is not finite or CG stopped because a step overflowed the dtype.
 	Residual *Node
 }
 
 // CG solves A x = rhs for a symmetric positive definite operator A by conjugate gradients,
 // starting from x0 (zeros when nil), inside the graph being built. It stops once
 // ‖A x − rhs‖ ≤ Tolerance·‖rhs‖ or after MaxIterations iterations (s.StoppingRule does not
-// apply: the residual is that of the system given), and at exact convergence or breakdown: it
-// takes the step from x_k with residual r_k and direction p_k only if p_kᵀA p_k > 0 and
-// β_k = ‖r_{k+1}‖²/‖r_k‖² is finite, and otherwise returns x_k. On finite input it therefore
-// returns a finite iterate whatever the tolerance (0 included), unless the iterates themselves
-// leave the dtype's range.
+// apply: the residual is that of the system given), and at exact convergence, breakdown or
+// overflow: it takes the step from x_k with residual r_k and direction p_k only if p_kᵀA p_k is
+// finite and > 0 and β_k = ‖r_{k+1}‖²/‖r_k‖² is finite, and otherwise returns x_k. On finite input
+// it therefore returns a finite iterate whatever the tolerance (0 included), unless the iterates
+// themselves leave the dtype's range. When it stops because p_kᵀA p_k, α_k, r_{k+1} or β_k
+// overflowed, its Residual is NaN.
 //
 // The MaxIterations iterations are unrolled into the graph and an iteration past convergence is masked
 // to a no-op, so op may be any graph function, autodiff products included. (The directions of
@@ -173,16 +174,22 @@ func euclideanActive(st cgState, maxIter, threshold *Node) *Node {
 //	α_k = r_kᵀr_k / p_kᵀA p_k,   x_{k+1} = x_k + α_k p_k,   r_{k+1} = r_k − α_k A p_k,
 //	β_k = r_{k+1}ᵀr_{k+1} / r_kᵀr_k,   p_{k+1} = r_{k+1} + β_k p_k,
 //
-// unless r_k passed or the iteration cap is reached. CG also stops, keeping x_k, at exact
-// convergence or breakdown: unless p_kᵀA p_k > 0 and β_k is finite (which requires r_kᵀr_k > 0 and
-// a finite α_k and r_{k+1}). In exact arithmetic on a positive definite A this happens only at
-// the solution, r_k = 0. In floating point r_kᵀr_k can underflow to 0 while the C-seminorm test
-// still fails, and p_kᵀA p_k can underflow to 0 while r_kᵀr_k does not; CG then returns its last
-// iterate. A pass on a stopped state changes nothing. The test costs scalar operations only: β_k
-// is formed from r_{k+1} before x is updated, and x_{k+1} = x_k + 0·p_k = x_k on a pass that
-// does not step.
+// unless r_k passed or the iteration cap is reached. The step is taken only if p_kᵀA p_k is
+// finite and > 0 and β_k is finite (which requires r_kᵀr_k > 0 and a finite α_k and r_{k+1});
+// otherwise CG stops with x_k:
+//   - at exact convergence or breakdown, p_kᵀA p_k ≤ 0 or r_kᵀr_k = 0. In exact arithmetic on a
+//     positive definite A this happens only at the solution, r_k = 0; in floating point
+//     r_kᵀr_k can underflow to 0 while the C-seminorm test still fails, and p_kᵀA p_k can
+//     underflow to 0 while r_kᵀr_k does not;
+//   - on overflow, p_kᵀA p_k not finite, or p_kᵀA p_k > 0 and r_kᵀr_k > 0 with β_k not finite:
+//     a quantity of the step left the dtype's range. The residual is then recorded as +∞, so
+//     that solveCG reports NaN.
+//
+// A pass on a stopped state changes nothing. The test costs scalar operations only: β_k is
+// formed from r_{k+1} before x moves, and x_{k+1} = x_k + 0·p_k = x_k on a pass without a step.
 func cgIteration(sys cgSystem, st cgState, maxIter, threshold *Node) cgState {
 	zero := ZerosLike(st.rr)
+	inf := Scalar(st.rr.Graph(), st.rr.DType(), math.Inf(1))
 	cp, ap := sys.apply(st.p)
 	active := LogicalAnd(LogicalNot(st.stop), euclideanActive(st, maxIter, threshold))
 	res2 := st.rr
@@ -198,15 +205,18 @@ func cgIteration(sys cgSystem, st cgState, maxIter, threshold *Node) cgState {
 	r := vecAxpy(st.r, Neg(alpha), ap)
 	rr := vecDot(r, r)
 	beta := Div(rr, st.rr)
-	update := LogicalAnd(active, LogicalAnd(GreaterThan(pap, zero), IsFinite(beta)))
+	positive := LogicalAnd(IsFinite(pap), GreaterThan(pap, zero))
+	update := LogicalAnd(active, LogicalAnd(positive, IsFinite(beta)))
+	overflow := LogicalAnd(active, LogicalOr(LogicalNot(IsFinite(pap)),
+		LogicalAnd(LogicalAnd(positive, GreaterThan(st.rr, zero)), LogicalNot(IsFinite(beta)))))
 	next := cgState{
 		k:    Where(update, AddScalar(st.k, 1), st.k),
 		x:    vecAxpy(st.x, Where(update, alpha, zero), st.p),
 		r:    vecSelect(update, r, st.r),
 		p:    vecSelect(update, vecAxpy(r, beta, st.p), st.p),
-		rr:   Where(update, rr, st.rr),
+		rr:   Where(update, rr, Where(overflow, inf, st.rr)),
 		beta: Where(update, beta, st.beta),
-		res2: res2,
+		res2: Where(overflow, inf, res2),
 		stop: LogicalNot(update),
 	}
 	if st.cp != nil {

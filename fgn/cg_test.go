@@ -192,9 +192,10 @@ func TestCGToleranceZero(t *testing.T) {
 	}
 }
 
-// TestCGBreakdown checks that CG stops at exact convergence and at breakdown with its last
-// iterate, in the unrolled and the While loop, under the Euclidean and the C-seminorm test
-// (tolerance 0, cap 10), on diagonal systems C x = rhs whose iterates are known exactly.
+// TestCGBreakdown checks that CG stops at exact convergence, at breakdown and on overflow with
+// its last iterate, in the unrolled and the While loop, under the Euclidean and the C-seminorm
+// test (tolerance 0, cap 10), on diagonal systems C x = rhs whose iterates are known exactly, and
+// that it reports overflow by a NaN residual.
 func TestCGBreakdown(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -213,6 +214,8 @@ func TestCGBreakdown(t *testing.T) {
 		// ‖r_0‖² = 2e-46 underflows to 0 in float32 while ‖r_0‖_C² = 2e-16 does not, so the
 		// C-seminorm test fails: no step (the exact solution, 1e-53, is 0 in float32 too).
 		{"‖r‖² underflows", dtypes.Float32, []float64{1e30, 1e30}, []float64{1e-23, 1e-23}, []bool{true}, []float64{0, 0}, 0, 1},
+		// p_0ᵀC p_0 = 2e50 overflows float32: no step, and the residual reports the overflow.
+		{"pᵀCp overflows", dtypes.Float32, []float64{1e30, 1e30}, []float64{1e10, 1e10}, []bool{false}, []float64{0, 0}, 0, math.NaN()},
 	} {
 		for _, seminorm := range tc.seminorm {
 			for _, inLoop := range []bool{false, true} {
@@ -227,7 +230,8 @@ func TestCGBreakdown(t *testing.T) {
 						sol := solveCG(sys, CGSettings{MaxIterations: 10}, inLoop)
 						return []*Node{sol.X[0], sol.Iterations, sol.Residual}
 					}, cast(tc.diag, tc.dtype), cast(tc.rhs, tc.dtype))
-					if ref.RelErr(out[0], tc.x) > 1e-6 || out[1][0] != tc.its || math.Abs(out[2][0]-tc.residual) > 1e-6 {
+					residualOK := math.Abs(out[2][0]-tc.residual) <= 1e-6 || math.IsNaN(tc.residual) && math.IsNaN(out[2][0])
+					if ref.RelErr(out[0], tc.x) > 1e-6 || out[1][0] != tc.its || !residualOK {
 						t.Errorf("x = %v after %v iterations, residual %v; want x = %v after %v, residual %v (tolerance 1e-6)",
 							out[0], out[1][0], out[2][0], tc.x, tc.its, tc.residual)
 					}

@@ -37,4 +37,17 @@ const (
 	// in the products it clones (linearMap); others are unrolled. Checked: compute v0.1.3 to
 	// v0.1.14. Test: TestCompatClosureStalePlan.
 	compatClosureStalePlan = "closure plans are compiled before the broadcast fusion"
+
+	// compatRowDotsLargeKernel: the pure-Go backend's DotGeneral runs a batched product of two
+	// vectors per row, such as the row-wise dot products Einsum("ic,ic->i", a, a), on its large
+	// (packed, AVX-512) matrix kernel once b·C exceeds its small-product threshold (2²² flops),
+	// although both cross sizes are 1: for each of the b rows it packs the C×1 operand into
+	// 32-column strips, zeroing the 31 padding columns a byte at a time, and runs 8×32 tiles of
+	// which one entry is used. At b = 512, C = 32768 this made ξ = 1 − ‖ρ‖² cost more than the
+	// step's two b×d×C products. NewMargin forms ‖ρ‖² as ReduceSum(Square(ρ)) instead, one
+	// b×C temporary and two passes. Checked: compute v0.1.14, GOEXPERIMENT=simd, AVX-512. A speed
+	// bug, so a benchmark reproduces it, not a test (tests never assert speed):
+	// BenchmarkCompatRowDotsLargeKernel; when its Einsum variant is no slower than ReduceSum after
+	// an upgrade, form ξ with the Einsum again and delete this entry.
+	compatRowDotsLargeKernel = "batched row dot products run on the packed matrix kernel"
 )

@@ -107,12 +107,12 @@ func linearInParams(lin Linearization) bool {
 // and it differentiates a reverse pass, so it costs a forward and a reverse pass more than a
 // tangent pass does.
 //
-// Both products are built once, from placeholder inputs, when Linearize is called; each call of
-// VJP or JVP clones the nodes between the placeholders and the product with its own input
-// substituted, so it differentiates nothing, and may be made inside a While body: the
-// linearisation is WhileSafe when the pure-Go backend runs those clones in a While loop
-// (compatClosureStalePlan), and CG then stops as soon as it converges. A product that cannot be
-// built panics when it is called, naming the op. All products reuse the forward nodes of logits,
+// Both products are built once, from placeholder inputs, by the first product or WhileSafe call,
+// which must not be made inside a While body. Every later call of VJP or JVP clones the nodes
+// between the placeholders and the product with its own input substituted: it differentiates
+// nothing, and may be made inside a While body. The linearisation is WhileSafe when the pure-Go
+// backend runs those clones in a While loop (compatClosureStalePlan), and CG then stops as soon
+// as it converges. A product that cannot be built panics when it is called, naming the op. All products reuse the forward nodes of logits,
 // so the forward pass is computed once per step, whatever the number of products.
 //
 // The linearisation is a LogitsEvaluator: LogitsAt(w') clones the walk from params to logits with
@@ -125,21 +125,29 @@ func Linearize(logits *Node, params Vec) LogitsEvaluator {
 	if len(params) == 0 {
 		exceptions.Panicf("fgn.Linearize: no parameters given")
 	}
-	l := &autodiffLinearization{logits: logits, params: params, walk: walk([]*Node{logits}, params)}
-	tangents := placeholders(params...)
-	l.jvp = newLinearMap(tangents, func() []*Node { return l.walk.tangent(tangents) })
-	cotangent := placeholders(logits)
-	l.vjp = newLinearMap(cotangent, func() []*Node {
-		return Gradient(ReduceAllSum(Mul(logits, StopGradient(cotangent[0]))), params...)
-	})
-	return l
+	return &autodiffLinearization{logits: logits, params: params, walk: walk([]*Node{logits}, params)}
 }
 
 type autodiffLinearization struct {
 	logits   *Node
 	params   Vec
-	walk     *subgraph // from params to logits
-	jvp, vjp linearMap
+	walk     *subgraph  // from params to logits
+	jvp, vjp *linearMap // built on first use (products)
+}
+
+// products builds the two products' linear maps, once, in the function being built: the first
+// call must not be inside a While body, which FGNDirection and SGNDirection ensure by asking
+// WhileSafe first.
+func (l *autodiffLinearization) products() {
+	if l.jvp != nil {
+		return
+	}
+	tangents := placeholders(l.params...)
+	l.jvp = newLinearMap(tangents, func() []*Node { return l.walk.tangent(tangents) })
+	cotangent := placeholders(l.logits)
+	l.vjp = newLinearMap(cotangent, func() []*Node {
+		return Gradient(ReduceAllSum(Mul(l.logits, StopGradient(cotangent[0]))), l.params...)
+	})
 }
 
 func (l *autodiffLinearization) Logits() *Node { return l.logits }
@@ -148,6 +156,7 @@ func (l *autodiffLinearization) Params() Vec   { return l.params }
 // VJP treats m as a constant: cotangents built from the logits (such as a ⊙ ∇_z s) must not be
 // differentiated.
 func (l *autodiffLinearization) VJP(m *Node) Vec {
+	l.products()
 	return l.vjp.apply(m)
 }
 
@@ -155,6 +164,7 @@ func (l *autodiffLinearization) JVP(v Vec) *Node {
 	if len(v) != len(l.params) {
 		exceptions.Panicf("fgn.Linearize: JVP got %d tangents for %d parameters", len(v), len(l.params))
 	}
+	l.products()
 	return l.jvp.apply(v...)[0]
 }
 
@@ -165,6 +175,7 @@ func (l *autodiffLinearization) LogitsAt(params Vec) *Node {
 // WhileSafe reports whether both products may be cloned inside a While body (see
 // subgraph.closureSafe).
 func (l *autodiffLinearization) WhileSafe() bool {
+	l.products()
 	return l.jvp.err == nil && l.vjp.err == nil && l.jvp.sg.closureSafe() && l.vjp.sg.closureSafe()
 }
 
@@ -178,13 +189,13 @@ type linearMap struct {
 	err error
 }
 
-func newLinearMap(in []*Node, build func() []*Node) linearMap {
-	var m linearMap
+func newLinearMap(in []*Node, build func() []*Node) *linearMap {
+	m := &linearMap{}
 	m.err = exceptions.TryCatch[error](func() { m.sg = walk(build(), in) })
 	return m
 }
 
-func (m linearMap) apply(in ...*Node) []*Node {
+func (m *linearMap) apply(in ...*Node) []*Node {
 	if m.err != nil {
 		panic(m.err)
 	}

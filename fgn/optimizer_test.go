@@ -95,12 +95,12 @@ func (m *optModel) step(t *testing.T, opt Optimizer, p *problem, n int) float64 
 	return its
 }
 
-// logits is the model function the Trainer calls: the logits of the linearisation m.lin, with
-// the affine head recorded as a closed form unless m.generic (then the optimizer linearises the
-// logits by autodiff, as it does for the MLP).
+// logits is the model function the Trainer calls: the logits of the linearisation m.lin, recorded
+// for the affine head (its closed form, or autodiff if m.generic); the optimizer linearises the
+// MLP's logits by autodiff.
 func (m *optModel) logits(_ *model.Scope, h *Node) *Node {
 	lin := m.lin(h)
-	if _, ok := lin.(*AffineHead); ok {
+	if !m.mlp {
 		RecordLinearization(lin)
 	}
 	return lin.Logits()

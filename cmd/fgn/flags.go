@@ -9,6 +9,7 @@ import (
 	"github.com/gomlx/compute"
 
 	"github.com/fgn-paper/fgn/experiments/method"
+	"github.com/fgn-paper/fgn/experiments/profile"
 	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/cli"
@@ -171,6 +172,11 @@ func parseInt(s string) (int, error) {
 }
 
 func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// profileFlag defines --profile, a name of package profile's table.
+func (c *command) profileFlag() *string {
+	return c.String("profile", "quick", "profile: "+profile.Usage)
+}
 
 // backendFlag defines --backend.
 func (c *command) backendFlag() *string {

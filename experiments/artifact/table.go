@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/fgn-paper/fgn/internal/atomicfile"
+	"github.com/fgn-paper/fgn/internal/mdtext"
 )
 
 // Summary counts the results by status.
@@ -49,9 +50,11 @@ type Report struct {
 }
 
 // WriteMarkdown writes the result table (claim, reference, expected, measured, status, seconds,
-// detail) as a Markdown table.
+// detail) as a Markdown table, its cells' `*` and `_` escaped.
 func WriteMarkdown(w io.Writer, profile string, results []Result) error {
-	cell := func(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " ") }
+	cell := func(s string) string {
+		return mdtext.Escape(strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " "))
+	}
 	fmt.Fprintf(w, "# Artifact verification, profile %s\n\n%s.\n\n", profile, Summarize(results))
 	fmt.Fprintln(w, "| claim | reference | expected | measured | status | seconds | detail |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---:|---|")

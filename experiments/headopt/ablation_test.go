@@ -10,6 +10,7 @@ import (
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/fgn/backend"
+	"github.com/fgn-paper/fgn/internal/mdtext"
 )
 
 // ablationRun is an FGN run evaluated at steps 0, 10, 20 with the given accuracies (fractions)
@@ -90,6 +91,9 @@ func TestAblationTable(t *testing.T) {
 				t.Errorf("%s: caption lacks %q:\n%s", tc.name, want, text)
 			}
 		}
+		for _, p := range mdtext.StrayEmphasis(text) {
+			t.Errorf("%s: caption: %s", tc.name, p)
+		}
 		for _, r := range StoppingRules {
 			if !strings.Contains(text, RuleLabel(r)) {
 				t.Errorf("%s: caption does not name %q:\n%s", tc.name, RuleLabel(r), text)
@@ -98,14 +102,14 @@ func TestAblationTable(t *testing.T) {
 	}
 }
 
-// TestMakeAblation runs the ablation on the smoke stand-in and checks its outputs exist, that
+// TestMakeAblation runs the ablation on the tiny stand-in and checks its outputs exist, that
 // each rule's traces record that rule, and that a second call reads every run back.
 func TestMakeAblation(t *testing.T) {
 	be, err := backend.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, d := smoke(t)
+	p, d := tiny(t)
 	out := t.TempDir()
 	var log strings.Builder
 	paths, err := MakeAblation(be, AblationConfig{Profile: p, Out: out, Command: "test", Log: &log}, d)

@@ -8,6 +8,7 @@ import (
 	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/train"
+	"github.com/fgn-paper/fgn/internal/mdtext"
 )
 
 const tol = 1e-12
@@ -179,6 +180,11 @@ func TestAggregate(t *testing.T) {
 		"30 % is reached by FGN (closed-form Gram) after 0.625 s, then Adam after 1.33 s."} {
 		if !strings.Contains(caption, s) {
 			t.Errorf("caption lacks %q:\n%s", s, caption)
+		}
+	}
+	for name, text := range map[string]string{"Markdown table": md, "caption": caption} {
+		for _, p := range mdtext.StrayEmphasis(text) {
+			t.Errorf("%s: %s", name, p)
 		}
 	}
 }

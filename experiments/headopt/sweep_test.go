@@ -19,12 +19,14 @@ import (
 	"github.com/fgn-paper/fgn/fgn/backend"
 )
 
-func smoke(t *testing.T) (Profile, *Data) {
+// tiny returns the paper's protocol shrunk to test size, on a tiny stand-in.
+func tiny(t *testing.T) (Profile, *Data) {
 	t.Helper()
-	p, err := ProfileNamed("smoke")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := PaperProfile()
+	p.Name = "test"
+	p.BatchSize, p.Epochs, p.Seeds, p.EvalEvery = 32, 2, 2, 4
+	p.SynthTrain, p.SynthTest, p.SynthDim, p.SynthClasses, p.SynthSeparation = 192, 96, 16, 4, 0.5
+	p.SynthThresholds = []float64{50, 60, 70}
 	d, err := Synthetic(p)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +43,7 @@ func TestSweepResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, d := smoke(t)
+	p, d := tiny(t)
 	dir := t.TempDir()
 	runs := len(p.Methods) * p.Seeds
 	var log bytes.Buffer
@@ -165,7 +167,7 @@ func TestSelectionFeedsTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, d := smoke(t)
+	p, d := tiny(t)
 	p.Seeds = 1
 	with := func(m method.Method, alpha, lambda float64) fgn.Settings {
 		s := method.DefaultSettings(m)
@@ -275,7 +277,7 @@ func TestLoadCacheNames(t *testing.T) {
 		if tag, title, err := CacheNames(tc.dir); err != nil || tag != tc.tag || title != tc.title {
 			t.Errorf("CacheNames(%s) = %q, %q, %v; want LoadCache's", tc.dir, tag, title, err)
 		}
-		if th := Thresholds(Profiles["quick"], d); !slices.Equal(th, tc.thresholds) {
+		if th := Thresholds(PaperProfile(), d); !slices.Equal(th, tc.thresholds) {
 			t.Errorf("%s: default thresholds %v, want %v", tc.dir, th, tc.thresholds)
 		}
 	}
@@ -338,7 +340,7 @@ func TestSweepProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, d := smoke(t)
+	p, d := tiny(t)
 	steps := p.Epochs * ((p.SynthTrain + p.BatchSize - 1) / p.BatchSize)
 	runs := len(p.Methods) * p.Seeds
 	dir := t.TempDir()
@@ -415,7 +417,7 @@ const killedSweepDir = "FGN_HEADOPT_KILLED_SWEEP_DIR"
 // every other run is trained, and all traces equal those of an uninterrupted sweep bit for bit
 // (apart from the clock columns).
 func TestSweepKilledAfterOneRun(t *testing.T) {
-	p, d := smoke(t)
+	p, d := tiny(t)
 	be, err := backend.New()
 	if err != nil {
 		t.Fatal(err)

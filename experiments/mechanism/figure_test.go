@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fgn-paper/fgn/experiments/report"
+	"github.com/fgn-paper/fgn/internal/mdtext"
 )
 
 // writeTinyTables writes the three panel tables, at test sizes, into dir.
@@ -79,10 +80,14 @@ func TestFigureFromCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"Profile test", "FGN (closed-form Gram)/SGN median step-time ratio", "FGN (matrix-free)/SGN", "t_max=1", report.Device()} {
+	for _, s := range []string{"Profile test", "FGN (closed-form Gram)/SGN median step-time ratio", "FGN (matrix-free)/SGN", `t\_max=1`,
+		"`C=10 p_star=0.7 eta=1.25 beta=3 a_star=(-1,eta) a_j=(1,beta*t_j) rho(alpha)=(1-alpha)e1+alpha*1/(C-1) points=5`", mdtext.Escape(report.Device())} {
 		if !strings.Contains(string(caption), s) {
 			t.Errorf("caption lacks %q:\n%s", s, caption)
 		}
+	}
+	for _, p := range mdtext.StrayEmphasis(string(caption)) {
+		t.Errorf("caption: %s", p)
 	}
 }
 

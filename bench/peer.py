@@ -93,7 +93,7 @@ def affine_vjp(ht, m):
 
 
 def cg(op, rhs, x0):
-    """Conjugate gradients on a list of tensors, as fgn.CG: at most CG_MAX_ITER iterations, stop
+    """Conjugate gradients on a list of tensors, as fgn/paper.CG: at most CG_MAX_ITER iterations, stop
     when ‖r‖ ≤ CG_TOL‖rhs‖."""
     dot = lambda a, b: sum(torch.dot(x.reshape(-1), y.reshape(-1)) for x, y in zip(a, b))
     if x0 is None:

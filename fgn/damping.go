@@ -52,16 +52,6 @@ func (ConstantDamping) Next(lambda, _ *Node) *Node     { return lambda }
 func (ConstantDamping) Validate(lambda0 float64) error { return nil }
 func (ConstantDamping) String() string                 { return "constant" }
 
-// Defaults of LevenbergMarquardt, those of somax's trust_region damping.
-const (
-	DefaultLMLowerRho   = 0.25  // ρ below which λ grows
-	DefaultLMUpperRho   = 0.75  // ρ above which λ shrinks
-	DefaultLMIncrease   = 1.5   // growth factor of λ
-	DefaultLMDecrease   = 0.5   // shrink factor of λ
-	DefaultLMMinDamping = 1e-12 // smallest λ
-	DefaultLMMaxDamping = 1e6   // largest λ
-)
-
 // LMDamping is the Levenberg-Marquardt (trust-region) damping rule on the gain ratio ρ of
 // DampingPolicy:
 //
@@ -82,11 +72,10 @@ type LMDamping struct {
 
 var _ DampingPolicy = LMDamping{}
 
-// LevenbergMarquardt returns the Levenberg-Marquardt damping policy with the defaults above:
-// ρ < 0.25 → λ·1.5, ρ > 0.75 → λ·0.5, λ ∈ [1e-12, 1e6].
+// LevenbergMarquardt returns the Levenberg-Marquardt damping policy with the defaults of somax's
+// trust_region damping: ρ < 0.25 → λ·1.5, ρ > 0.75 → λ·0.5, λ ∈ [1e-12, 1e6].
 func LevenbergMarquardt() LMDamping {
-	return LMDamping{LowerRho: DefaultLMLowerRho, UpperRho: DefaultLMUpperRho, Increase: DefaultLMIncrease,
-		Decrease: DefaultLMDecrease, MinDamping: DefaultLMMinDamping, MaxDamping: DefaultLMMaxDamping}
+	return LMDamping{LowerRho: 0.25, UpperRho: 0.75, Increase: 1.5, Decrease: 0.5, MinDamping: 1e-12, MaxDamping: 1e6}
 }
 
 func (LMDamping) Adaptive() bool { return true }
@@ -120,17 +109,6 @@ func (p LMDamping) Validate(lambda0 float64) error {
 			lambda0, p.MinDamping, p.MaxDamping)
 	}
 	return nil
-}
-
-// ParseDampingPolicy returns the policy named s ("constant" or "lm", the names of String), with
-// its defaults.
-func ParseDampingPolicy(s string) (DampingPolicy, error) {
-	for _, p := range []DampingPolicy{ConstantDamping{}, LevenbergMarquardt()} {
-		if p.String() == s {
-			return p, nil
-		}
-	}
-	return nil, fmt.Errorf("fgn: unknown damping policy %q (want %q or %q)", s, ConstantDamping{}, LevenbergMarquardt())
 }
 
 // StepDamping is the damping telemetry of one optimizer step (scalars in the loss's dtype,
@@ -217,21 +195,22 @@ func (o *gnOptimizer) dampingState(scope *model.Scope, dtype dtypes.DType) *mode
 	return v
 }
 
-// scaledLambda returns k·λ as a scalar of dtype: the adaptive policy's state when the optimizer
-// set it, else the constant c.Damping, folded in float64 so that k·λ is rounded once.
-func (c Settings) scaledLambda(g *Graph, dtype dtypes.DType, k float64) *Node {
-	if c.lambdaState != nil {
-		return MulScalar(ConvertDType(c.lambdaState, dtype), k)
+// scaledLambda returns k·λ as a scalar of dtype: λ is lambda, the adaptive policy's state, when
+// not nil, else the constant c.Damping, folded in float64 so that k·λ is rounded once.
+func (c Settings) scaledLambda(lambda *Node, g *Graph, dtype dtypes.DType, k float64) *Node {
+	if lambda != nil {
+		return MulScalar(ConvertDType(lambda, dtype), k)
 	}
 	return Scalar(g, dtype, k*c.Damping)
 }
 
 // stepDamping returns the damping telemetry of the step from w = lin.Params() to updated = w + αd.
-// For an adaptive policy it measures ρ and sets the next λ, kept when the step is not finite.
+// lambdaState is the adaptive policy's λ (nil for a constant λ). For an adaptive policy it
+// measures ρ and sets the next λ, kept when the step is not finite.
 func (o *gnOptimizer) stepDamping(lin Linearization, labels *Node, dir *Direction, alpha *Node, updated Vec,
-	cfg Settings) *StepDamping {
+	lambdaState *Node) *StepDamping {
 	dtype := dir.Loss.DType()
-	lambda := cfg.scaledLambda(dir.Loss.Graph(), dtype, 1)
+	lambda := o.c.s.scaledLambda(lambdaState, dir.Loss.Graph(), dtype, 1)
 	if !o.c.damping.Adaptive() {
 		return &StepDamping{Used: lambda, Next: lambda, Accepted: dir.Finite}
 	}

@@ -95,7 +95,7 @@ func (s *subgraph) clone(subst []*Node) []*Node {
 			}
 		}
 		if n.Type() == NodeTypeFusedActivationVJP && len(in) == 3 {
-			in[1], in[2] = in[2], in[1] // compatFusedActivationVJPClone
+			in[1], in[2] = in[2], in[1] // see compat.go: compatFusedActivationVJPClone
 		}
 		value[n] = n.CloneWithInputs(in...)
 	}
@@ -111,7 +111,7 @@ func (s *subgraph) clone(subst []*Node) []*Node {
 // closureSafe reports whether the clone of the subgraph may be built inside a closure (a While
 // body) on every backend: it holds no BroadcastInDim of a node the clone computes to the same
 // rank or from a scalar, which the pure-Go backend's optimiser removes after the closure's
-// execution plan is compiled (compatClosureStalePlan).
+// execution plan is compiled (see compat.go: compatWhileGradient).
 func (s *subgraph) closureSafe() bool {
 	cloned := make(map[*Node]bool, len(s.nodes)+len(s.sources))
 	for _, n := range s.sources {

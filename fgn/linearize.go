@@ -103,7 +103,7 @@ func linearInParams(lin Linearization) bool {
 //
 // Forward mode rather than the double-VJP identity J_z v = ∇_a⟨J_zᵀa, v⟩ for the whole model:
 // that needs the gradient of every op's gradient, which GoMLX's fused Dense and convolution
-// VJPs do not have (compat.go: compatFusedDenseVJPNoGradient, compatConvVJPNotDifferentiable),
+// VJPs do not have (see compat.go: compatFusedDenseVJPNoGradient, compatConvVJPNotDifferentiable),
 // and it differentiates a reverse pass, so it costs a forward and a reverse pass more than a
 // tangent pass does.
 //
@@ -111,7 +111,7 @@ func linearInParams(lin Linearization) bool {
 // which must not be made inside a While body. Every later call of VJP or JVP clones the nodes
 // between the placeholders and the product with its own input substituted: it differentiates
 // nothing, and may be made inside a While body. The linearisation is WhileSafe when the pure-Go
-// backend runs those clones in a While loop (compatClosureStalePlan), and CG then stops as soon
+// backend runs those clones in a While loop (see compat.go: compatWhileGradient), and CG then stops as soon
 // as it converges. A product that cannot be built panics when it is called, naming the op. All products reuse the forward nodes of logits,
 // so the forward pass is computed once per step, whatever the number of products.
 //

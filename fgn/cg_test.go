@@ -120,7 +120,7 @@ func newAffineReference(t *testing.T, p *problem, lambda float64) affineReferenc
 	return r
 }
 
-// opaque hides a linearisation's whileSafe mark and closed-form Gram, so that CG runs unrolled
+// opaque hides a linearisation's WhileSafe method and closed-form Gram, so that CG runs unrolled
 // and masked on its products (see inWhileLoop).
 type opaque struct{ Linearization }
 

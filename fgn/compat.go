@@ -84,14 +84,6 @@ const (
 	// after a one-minute timeout, abandoning the deadlocked execution).
 	compatParallelExecutorDeadlock = "parallel executors deadlock on a large product in a While body"
 
-	// compatParallelismRace: the pure-Go backend's option parallelism=-1, which also avoids that
-	// deadlock, made some graphs fail intermittently ("input 0 for node Sub has been released
-	// already"); fgn/backend does not use it. Seen: compute v0.1.14. TestCompatParallelismRace (run
-	// with FGN_COMPAT_SLOW=1: 200 runs of FGN and SGN directions with 8 executors and
-	// parallelism=-1) has not reproduced it on a 2-core machine, so it fails today: a graph that
-	// reproduces it is still to be found, or the entry is to be deleted and the option allowed.
-	compatParallelismRace = "parallelism=-1 releases buffers still in use"
-
 	// compatSIMDNaN: the vectorised kernels of the SIMD build (GOEXPERIMENT=simd) evaluate Exp, Tanh
 	// and Logistic of NaN to numbers (Exp(NaN) = 0 in float32, Tanh(NaN) = −1, Logistic(NaN) = 1).
 	// Finiteness is tested by sums and products, which propagate NaN: Margin's loss tests the

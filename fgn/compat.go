@@ -36,11 +36,11 @@ const (
 	// although both cross sizes are 1: for each of the b rows it packs the C×1 operand into
 	// 32-column strips, zeroing the 31 padding columns a byte at a time, and runs 8×32 tiles of
 	// which one entry is used. At b = 512, C = 32768 this made ξ = 1 − ‖ρ‖² cost more than the
-	// step's two b×d×C products. NewMargin forms ‖ρ‖² as ReduceSum(Square(ρ)) instead, one
-	// b×C temporary and two passes. Checked: compute v0.1.14, GOEXPERIMENT=simd, AVX-512. A speed
-	// bug, so a benchmark reproduces it, not a test (tests never assert speed):
-	// BenchmarkCompatRowDotsLargeKernel; when its Einsum variant is no slower than ReduceSum after
-	// an upgrade, form ξ with the Einsum again and delete this entry.
+	// step's two b×d×C products. NewMargin forms ‖ρ‖² as Σ_j ρ_j shifted_j / Σ_j shifted_j (the
+	// sum of a product formed in place) instead. Checked: compute v0.1.14, GOEXPERIMENT=simd,
+	// AVX-512. A speed bug, so a benchmark reproduces it, not a test (tests never assert speed):
+	// BenchmarkCompatRowDotsLargeKernel; when its Einsum variant is no slower than its ReduceSum
+	// variant after an upgrade, form ‖ρ‖² with the Einsum again and delete this entry.
 	compatRowDotsLargeKernel = "batched row dot products run on the packed matrix kernel"
 
 	// compatWhileGradient: a Gradient built inside a While body fails on the pure-Go backend
@@ -83,14 +83,6 @@ const (
 	// v0.1.14. Test: TestCompatParallelExecutorDeadlock, run only with FGN_COMPAT_SLOW=1 (it passes
 	// after a one-minute timeout, abandoning the deadlocked execution).
 	compatParallelExecutorDeadlock = "parallel executors deadlock on a large product in a While body"
-
-	// compatParallelismRace: the pure-Go backend's option parallelism=-1, which also avoids that
-	// deadlock, made some graphs fail intermittently ("input 0 for node Sub has been released
-	// already"); fgn/backend does not use it. Seen: compute v0.1.14. TestCompatParallelismRace (run
-	// with FGN_COMPAT_SLOW=1: 200 runs of FGN and SGN directions with 8 executors and
-	// parallelism=-1) has not reproduced it on a 2-core machine, so it fails today: a graph that
-	// reproduces it is still to be found, or the entry is to be deleted and the option allowed.
-	compatParallelismRace = "parallelism=-1 releases buffers still in use"
 
 	// compatSIMDNaN: the vectorised kernels of the SIMD build (GOEXPERIMENT=simd) evaluate Exp, Tanh
 	// and Logistic of NaN to numbers (Exp(NaN) = 0 in float32, Tanh(NaN) = −1, Logistic(NaN) = 1).

@@ -87,6 +87,10 @@ func NewMargin(logits, labels *Node) *Margin {
 	s := Sub(zDagger, zStar)
 
 	rho := Mul(shifted, ExpandAxes(Reciprocal(sumShifted), -1))
+	// ‖ρ‖² = Σ_j ρ_j shifted_j / Σ_j shifted_j. The product is shifted's last use, so a backend
+	// may form it in shifted's buffer: no b×C temporary. (Not Einsum("ic,ic->i", ρ, ρ):
+	// compatRowDotsLargeKernel.)
+	rhoNormSquared := Div(ReduceSum(Mul(rho, shifted), -1), sumShifted)
 	pDagger := Logistic(s)
 	pStar := Logistic(Neg(s))
 	loss := Add(Max(s, ZerosLike(s)), Log1p(Exp(Neg(Abs(s)))))
@@ -97,7 +101,7 @@ func NewMargin(logits, labels *Node) *Margin {
 		PDagger: pDagger,
 		Q:       Mul(pStar, pDagger),
 		Rho:     rho,
-		Xi:      OneMinus(ReduceSum(Square(rho), -1)), // not Einsum("ic,ic->i"): compatRowDotsLargeKernel
+		Xi:      OneMinus(rhoNormSquared),
 		Loss:    loss,
 		GradS:   Where(isTrue, Scalar(g, dtype, -1), rho),
 		OneHot:  oneHot,

@@ -13,6 +13,7 @@ import (
 	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/profile"
 	"github.com/fgn-paper/fgn/experiments/report"
+	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/cli"
@@ -54,7 +55,8 @@ func addHeadoptFlags(fs *command) *headoptFlags {
 	}
 }
 
-// load returns the backend, the profile and the data the flags name.
+// load returns the backend, the profile and the data the flags name, refusing data on which a
+// run of the profile's methods would not fit in the machine's memory (train.CheckMemory).
 func (f *headoptFlags) load() (compute.Backend, headopt.Profile, *headopt.Data, error) {
 	be, err := newBackend(*f.backend)
 	if err != nil {
@@ -76,7 +78,16 @@ func (f *headoptFlags) load() (compute.Backend, headopt.Profile, *headopt.Data, 
 	default:
 		err = cli.Usagef("headopt: name the data: --features DIR (a feature cache) or --synthetic (a stand-in, not Cars196)")
 	}
-	return be, p, d, err
+	if err != nil {
+		return be, p, d, err
+	}
+	for _, m := range p.Methods {
+		cfg := train.Config{Method: m, BatchSize: p.BatchSize}
+		if err := train.CheckMemory(cfg, d.Train.N, d.Test.N, d.Train.D, d.Classes); err != nil {
+			return be, p, d, cli.ConfigError{Err: fmt.Errorf("headopt: %w", err)}
+		}
+	}
+	return be, p, d, nil
 }
 
 // runProgress returns the per-run progress bars of the selection's candidate runs, labelled

@@ -1,8 +1,6 @@
 package features
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/fgn-paper/fgn/internal/atomicfile"
+	"github.com/fgn-paper/fgn/internal/filehash"
 )
 
 // ManifestName is the file name of a feature cache's manifest.
@@ -72,20 +71,6 @@ type Split struct {
 	Classes  int `json:"classes"`  // the dataset's class count (labels lie in [0, Classes))
 }
 
-// FileSHA256 returns the hex sha256 of a file's content.
-func FileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hashing %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
 // WriteManifest fingerprints the splits' feature and label files in dir (see [CachePaths]) into
 // m.Files and writes m atomically as dir/manifest.json.
 func WriteManifest(dir string, m *Manifest) error {
@@ -93,7 +78,7 @@ func WriteManifest(dir string, m *Manifest) error {
 	for split := range m.Splits {
 		fx, fy := CachePaths(dir, split)
 		for _, p := range []string{fx, fy} {
-			sum, err := FileSHA256(p)
+			sum, err := filehash.SHA256(p)
 			if err != nil {
 				return err
 			}
@@ -141,7 +126,7 @@ func VerifyCache(dir string) (*Manifest, error) {
 		if name != filepath.Base(name) || strings.HasPrefix(name, ".") {
 			return nil, fmt.Errorf("feature cache %s: manifest lists a file outside the cache: %q", dir, name)
 		}
-		sum, err := FileSHA256(filepath.Join(dir, name))
+		sum, err := filehash.SHA256(filepath.Join(dir, name))
 		if err != nil {
 			return nil, fmt.Errorf("feature cache %s: %w", dir, err)
 		}

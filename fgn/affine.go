@@ -1,6 +1,7 @@
 package fgn
 
 import (
+	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/support/exceptions"
 )
@@ -11,51 +12,127 @@ import (
 //	J_z (V, v) = h V + 1 vᵀ,       J_zᵀ m = (hᵀ m, 1ᵀ m).
 //
 // It is exact (the logits are linear in (W, b)), costs one b×d×C product per call, and is safe
-// to use inside in-graph loops. Params is (W, bias). It is a GramLinearization: MarginGram forms
-// the margin Gram in closed form (AffineMarginGram).
+// to use inside in-graph loops. Params is (W, bias), or (W) for a head without bias (z = h W,
+// J_zᵀ m = hᵀ m). W may also be laid out C×d, as GoMLX's nn.Dense takes it with
+// compute.DenseLayoutOutputsInput (NewDenseHead): then z = h Wᵀ and the W products are
+// transposed. It is a GramLinearization: MarginGram forms the margin Gram in closed form
+// (AffineMarginGram).
+//
+// The optimizers build it themselves, from the model's own logits, when they recognise the
+// pattern in a Trainer model (see Optimizer); a model records one with RecordLinearization only
+// to pass its own feature layout (HT, FeatureGram).
 type AffineHead struct {
-	// H holds the features (b×d); W (d×C) and Bias (C) are the parameters.
+	// H holds the features (b×d); W (d×C, or C×d, see Layout) and Bias (C, or nil) are the
+	// parameters.
 	H, W, Bias *Node
-	// HT is hᵀ (d×b), the operand layout of VJP's product hᵀ m. NewAffineHead transposes h once
-	// per graph, so the VJPs of a step (and of every CG iteration) share one transpose; with
-	// frozen features and static batches callers may replace it by hᵀ laid out once per batch.
+	// Layout is W's layout: compute.DenseLayoutInputOutputs (d×C, NewAffineHead) or
+	// compute.DenseLayoutOutputsInput (C×d).
+	Layout compute.DenseLayout
+	// HT is hᵀ (d×b), the operand layout of VJP's product hᵀ m for W laid out d×C (nil for C×d,
+	// whose product mᵀ h reads h). NewAffineHead transposes h once per graph, so the VJPs of a
+	// step (and of every CG iteration) share one transpose; with frozen features and static
+	// batches callers may replace it by hᵀ laid out once per batch.
 	HT *Node
-	// FeatureGram optionally holds h hᵀ + 1 (b×b, see FeatureGram) for MarginGram. With frozen
-	// features and static batches it is the same in every epoch and can be computed once per
-	// batch; nil means MarginGram computes it.
+	// FeatureGram optionally holds h hᵀ + 1 (b×b, see FeatureGram; h hᵀ for a head without bias)
+	// for MarginGram. With frozen features and static batches it is the same in every epoch and
+	// can be computed once per batch; nil means MarginGram computes it.
 	FeatureGram *Node
 	logits      *Node
 }
 
 var _ GramLinearization = (*AffineHead)(nil)
 
-// NewAffineHead builds the affine head z = h W + 1 biasᵀ and its linearisation.
+// NewAffineHead builds the affine head z = h W + 1 biasᵀ (h: b×d, W: d×C, bias: C or nil for a
+// head without bias) and its linearisation.
 func NewAffineHead(h, w, bias *Node) *AffineHead {
-	if h.Rank() != 2 || w.Rank() != 2 || bias.Rank() != 1 || h.Shape().Dim(1) != w.Shape().Dim(0) ||
-		w.Shape().Dim(1) != bias.Shape().Dim(0) {
-		exceptions.Panicf("fgn.NewAffineHead: need h (b×d), W (d×C), bias (C); got %s, %s, %s",
-			h.Shape(), w.Shape(), bias.Shape())
+	return NewDenseHead(h, w, bias, compute.DenseLayoutInputOutputs)
+}
+
+// NewDenseHead builds the affine head that GoMLX's nn.Dense(h, w, bias, layout) computes for
+// features h (b×d): z = h W + 1 biasᵀ with W laid out d×C (compute.DenseLayoutInputOutputs) or
+// z = h Wᵀ + 1 biasᵀ with W laid out C×d (compute.DenseLayoutOutputsInput); bias (C) may be nil.
+func NewDenseHead(h, w, bias *Node, layout compute.DenseLayout) *AffineHead {
+	return newDenseHead(h, w, bias, layout, nil)
+}
+
+// newDenseHead is NewDenseHead on logits already built by the model (nil: build them).
+func newDenseHead(h, w, bias *Node, layout compute.DenseLayout, logits *Node) *AffineHead {
+	in, out := 0, 1 // W's axes of the features and of the classes
+	switch layout {
+	case compute.DenseLayoutInputOutputs:
+	case compute.DenseLayoutOutputsInput:
+		in, out = 1, 0
+	default:
+		exceptions.Panicf("fgn.NewDenseHead: unknown weight layout %v", layout)
 	}
-	return &AffineHead{H: h, W: w, Bias: bias, HT: Transpose(h, 0, 1), logits: Add(MatMul(h, w), ExpandAxes(bias, 0))}
+	if h.Rank() != 2 || w.Rank() != 2 || h.Shape().Dim(1) != w.Shape().Dim(in) ||
+		(bias != nil && (bias.Rank() != 1 || w.Shape().Dim(out) != bias.Shape().Dim(0))) {
+		exceptions.Panicf("fgn.NewDenseHead: need h (b×d), W (%s) and bias (C, or nil); got %s, %s (%s), %v",
+			map[int]string{0: "d×C", 1: "C×d"}[in], h.Shape(), w.Shape(), layout, biasShape(bias))
+	}
+	a := &AffineHead{H: h, W: w, Bias: bias, Layout: layout}
+	if layout == compute.DenseLayoutInputOutputs {
+		a.HT = Transpose(h, 0, 1)
+	}
+	if logits == nil {
+		logits = a.JVP(a.Params())
+	}
+	a.logits = logits
+	return a
+}
+
+func biasShape(bias *Node) any {
+	if bias == nil {
+		return "no bias"
+	}
+	return bias.Shape()
 }
 
 func (a *AffineHead) Logits() *Node { return a.logits }
-func (a *AffineHead) Params() Vec   { return Vec{a.W, a.Bias} }
 func (a *AffineHead) whileSafe()    {}
 
+func (a *AffineHead) Params() Vec {
+	if a.Bias == nil {
+		return Vec{a.W}
+	}
+	return Vec{a.W, a.Bias}
+}
+
 func (a *AffineHead) VJP(m *Node) Vec {
-	return Vec{MatMul(a.HT, m), ReduceSum(m, 0)}
+	var w *Node
+	if a.Layout == compute.DenseLayoutInputOutputs {
+		w = MatMul(a.HT, m) // hᵀ m, d×C
+	} else {
+		w = Dot(m, a.H).General([]int{0}, nil, []int{0}, nil) // mᵀ h, C×d
+	}
+	if a.Bias == nil {
+		return Vec{w}
+	}
+	return Vec{w, ReduceSum(m, 0)}
 }
 
 func (a *AffineHead) JVP(v Vec) *Node {
-	return Add(MatMul(a.H, v[0]), ExpandAxes(v[1], 0))
+	var z *Node
+	if a.Layout == compute.DenseLayoutInputOutputs {
+		z = MatMul(a.H, v[0])
+	} else {
+		z = Dot(a.H, v[0]).General([]int{1}, nil, []int{1}, nil) // h Vᵀ
+	}
+	if a.Bias == nil {
+		return z
+	}
+	return Add(z, ExpandAxes(v[1], 0))
 }
 
-// MarginGram returns AffineMarginGram(h hᵀ + 1, gradS), with the feature Gram a.FeatureGram when
-// set, else computed from a.H.
+// MarginGram returns AffineMarginGram(h hᵀ + 1, gradS) (h hᵀ for a head without bias), with the
+// feature Gram a.FeatureGram when set, else computed from a.H.
 func (a *AffineHead) MarginGram(gradS *Node) *Node {
 	featureGram := a.FeatureGram
-	if featureGram == nil {
+	switch {
+	case featureGram != nil:
+	case a.Bias == nil:
+		featureGram = Einsum("id,jd->ij", a.H, a.H)
+	default:
 		featureGram = FeatureGram(a.H)
 	}
 	return AffineMarginGram(featureGram, gradS)

@@ -12,18 +12,23 @@ import (
 type CGResult struct {
 	// X is the approximate solution.
 	X Vec
-	// Iterations is the number of iterations performed (int32 scalar).
+	// Iterations is the number of CG steps applied to reach X (int32 scalar).
 	Iterations *Node
 	// Residual is the final relative residual that the stopping test compared with the
-	// tolerance (scalar), 0 when the reference norm is 0 and NaN when the right-hand side or
-	// the final residual is not finite.
+	// tolerance (scalar), 0 when the reference norm is 0, and NaN when the right-hand side or
+	// the final residual is not finite or CG stopped because a step overflowed the dtype.
 	Residual *Node
 }
 
 // CG solves A x = rhs for a symmetric positive definite operator A by conjugate gradients,
 // starting from x0 (zeros when nil), inside the graph being built. It stops once
 // ‖A x − rhs‖ ≤ Tolerance·‖rhs‖ or after MaxIterations iterations (s.StoppingRule does not
-// apply: the residual is that of the system given).
+// apply: the residual is that of the system given), and at exact convergence, breakdown or
+// overflow: it takes the step from x_k with residual r_k and direction p_k only if p_kᵀA p_k is
+// finite and > 0 and β_k = ‖r_{k+1}‖²/‖r_k‖² is finite, and otherwise returns x_k. On finite input
+// it therefore returns a finite iterate whatever the tolerance (0 included), unless the iterates
+// themselves leave the dtype's range. When it stops because p_kᵀA p_k, α_k, r_{k+1} or β_k
+// overflowed, its Residual is NaN.
 //
 // The MaxIterations iterations are unrolled into the graph and an iteration past convergence is masked
 // to a no-op, so op may be any graph function, autodiff products included. (The directions of
@@ -102,7 +107,9 @@ func solveCG(sys cgSystem, s CGSettings, inLoop bool) CGResult {
 	if inLoop {
 		cond := func(st cgState) *Node { return LogicalNot(st.stop) }
 		if !sys.curvatureNorm {
-			cond = func(st cgState) *Node { return euclideanActive(st, maxIter, threshold) }
+			cond = func(st cgState) *Node {
+				return LogicalAnd(LogicalNot(st.stop), euclideanActive(st, maxIter, threshold))
+			}
 		}
 		state = whileLoop(state, cond, body)
 	} else {
@@ -162,35 +169,54 @@ func euclideanActive(st cgState, maxIter, threshold *Node) *Node {
 	return LogicalAnd(LessThan(st.k, maxIter), GreaterThan(st.rr, threshold))
 }
 
-// cgIteration is one pass of solveCG: test r_k, then take the CG step unless r_k passed or the
-// iteration cap is reached. A pass on a stopped state changes nothing.
+// cgIteration is one pass of solveCG: test r_k, then take the CG step
+//
+//	α_k = r_kᵀr_k / p_kᵀA p_k,   x_{k+1} = x_k + α_k p_k,   r_{k+1} = r_k − α_k A p_k,
+//	β_k = r_{k+1}ᵀr_{k+1} / r_kᵀr_k,   p_{k+1} = r_{k+1} + β_k p_k,
+//
+// unless r_k passed or the iteration cap is reached. The step is taken only if p_kᵀA p_k is
+// finite and > 0 and β_k is finite (which requires r_kᵀr_k > 0 and a finite α_k and r_{k+1});
+// otherwise CG stops with x_k:
+//   - at exact convergence or breakdown, p_kᵀA p_k ≤ 0 or r_kᵀr_k = 0. In exact arithmetic on a
+//     positive definite A this happens only at the solution, r_k = 0; in floating point
+//     r_kᵀr_k can underflow to 0 while the C-seminorm test still fails, and p_kᵀA p_k can
+//     underflow to 0 while r_kᵀr_k does not;
+//   - on overflow, p_kᵀA p_k not finite, or p_kᵀA p_k > 0 and r_kᵀr_k > 0 with β_k not finite:
+//     a quantity of the step left the dtype's range. The residual is then recorded as +∞, so
+//     that solveCG reports NaN.
+//
+// A pass on a stopped state changes nothing. The test costs scalar operations only: β_k is
+// formed from r_{k+1} before x moves, and x_{k+1} = x_k + 0·p_k = x_k on a pass without a step.
 func cgIteration(sys cgSystem, st cgState, maxIter, threshold *Node) cgState {
 	zero := ZerosLike(st.rr)
+	inf := Scalar(st.rr.Graph(), st.rr.DType(), math.Inf(1))
 	cp, ap := sys.apply(st.p)
-	update := euclideanActive(st, maxIter, threshold)
+	active := LogicalAnd(LogicalNot(st.stop), euclideanActive(st, maxIter, threshold))
 	res2 := st.rr
 	if sys.curvatureNorm {
 		cr := vecAxpy(cp, Neg(st.beta), st.cp)
 		res2 = Where(st.stop, st.res2, vecDot(st.r, cr))
-		update = LogicalAnd(LogicalNot(st.stop),
+		active = LogicalAnd(LogicalNot(st.stop),
 			LogicalAnd(GreaterThan(res2, threshold), LessThan(st.k, maxIter)))
 	}
 
-	// Past convergence p may be 0 and pᵀAp = 0: select 0 rather than multiply by NaN.
-	alpha := Where(update, Div(st.rr, vecDot(st.p, ap)), zero)
-	x := vecAxpy(st.x, alpha, st.p)
+	pap := vecDot(st.p, ap)
+	alpha := Div(st.rr, pap)
 	r := vecAxpy(st.r, Neg(alpha), ap)
 	rr := vecDot(r, r)
-	beta := Where(update, Div(rr, st.rr), zero)
-	p := vecAxpy(r, beta, st.p)
+	beta := Div(rr, st.rr)
+	positive := LogicalAnd(IsFinite(pap), GreaterThan(pap, zero))
+	update := LogicalAnd(active, LogicalAnd(positive, IsFinite(beta)))
+	overflow := LogicalAnd(active, LogicalOr(LogicalNot(IsFinite(pap)),
+		LogicalAnd(LogicalAnd(positive, GreaterThan(st.rr, zero)), LogicalNot(IsFinite(beta)))))
 	next := cgState{
 		k:    Where(update, AddScalar(st.k, 1), st.k),
-		x:    x,
+		x:    vecAxpy(st.x, Where(update, alpha, zero), st.p),
 		r:    vecSelect(update, r, st.r),
-		p:    vecSelect(update, p, st.p),
-		rr:   Where(update, rr, st.rr),
+		p:    vecSelect(update, vecAxpy(r, beta, st.p), st.p),
+		rr:   Where(update, rr, Where(overflow, inf, st.rr)),
 		beta: Where(update, beta, st.beta),
-		res2: res2,
+		res2: Where(overflow, inf, res2),
 		stop: LogicalNot(update),
 	}
 	if st.cp != nil {

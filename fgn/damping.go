@@ -198,8 +198,8 @@ func checkTrialLogits(lin Linearization, policy DampingPolicy, optimizer string)
 	_, evaluator := lin.(LogitsEvaluator)
 	if !linear && !evaluator {
 		exceptions.Panicf("fgn: %s with %s damping needs the batch loss at the trial point w + αd, which a %T "+
-			"cannot evaluate: use an AffineHead or LinearizeFunc(modelFn, params) (in train.Trainer, record it with "+
-			"RecordLinearization), or a Linearization with LogitsAt", optimizer, policy, lin)
+			"cannot evaluate: use Linearize(logits, params), an AffineHead, or a Linearization with LogitsAt "+
+			"(LogitsEvaluator)", optimizer, policy, lin)
 	}
 }
 

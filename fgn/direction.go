@@ -36,7 +36,24 @@ type Direction struct {
 	// Damping is the damping telemetry of an optimizer step (UpdateGraphWithLinearization); nil
 	// for a direction computed on its own.
 	Damping *StepDamping
+	// Linearization names the linearisation of a Trainer step (Optimizer's UpdateGraph); empty
+	// for a direction computed from a linearisation given by the caller.
+	Linearization LinearizationKind
 }
+
+// LinearizationKind names how an optimizer step in train.Trainer linearised the logits.
+type LinearizationKind string
+
+const (
+	// RecordedLinearization is the linearisation the model recorded with RecordLinearization.
+	RecordedLinearization LinearizationKind = "recorded"
+	// AffineHeadLinearization is an AffineHead the optimizer recognised in the graph: the logits
+	// are z = h W (+ 1 bᵀ) with features h that no trainable variable reaches, so the step uses
+	// the head's exact products and FGN its closed-form margin Gram (appendix F.2).
+	AffineHeadLinearization LinearizationKind = "exact head products (affine head recognised)"
+	// AutodiffLinearization is Linearize: autodiff of the logits.
+	AutodiffLinearization LinearizationKind = "autodiff"
+)
 
 // LossGradient returns the mean cross-entropy of a batch and its gradient
 //

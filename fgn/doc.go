@@ -22,7 +22,10 @@
 //     with CG's stopping rule (cg.go: CG, StoppingRule), and GramLinearization, through which a
 //     model supplies its margin Gram in closed form.
 //   - affine.go, appendix F.2: AffineHead and its closed-form Grams (FeatureGram,
-//     AffineMarginGram, AffineRowGram); linearize.go: Linearization, Linearize.
+//     AffineMarginGram, AffineRowGram); linearize.go: Linearization and Linearize, whose J_z v is
+//     forward mode on the built graph (forward.go: the walk from the parameters to the logits,
+//     one tangent rule per op type, and the clone that evaluates the logits elsewhere);
+//     affinedetect.go: the affine head the optimizers recognise on that walk.
 //   - sgn.go: the SGN baseline, SGNDirection and GGNOperator.
 //   - direction.go: Direction, the step and its diagnostics, and the batch gradient
 //     (LossGradient, Margin.Gradient).

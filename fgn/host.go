@@ -64,8 +64,15 @@ type AffineResult struct {
 // host tensors: features h (b×d), integer labels (b), W (d×C) and bias (C), all floats of one
 // dtype (float32 or float64). The method fixes the row operator, overriding cfg.RowOperator.
 // Unlike the graph-building functions, it validates its inputs and returns an error naming the
-// problem (labels outside [0,C), C < 2, λ ≤ 0, NaN or Inf, shape or dtype mismatches) instead of
-// panicking.
+// problem (labels outside [0,C), C < 2, λ ≤ 0, NaN or Inf, shape or dtype mismatches, bλ beyond
+// the dtype's range) instead of panicking.
+//
+// A direction that is not finite although every input is (Direction.Finite) overflowed the
+// dtype, and is an error too: "logits too large" when the logits or the batch loss overflow,
+// else "features too large" (the curvature's entries grow as ‖h_i‖², and SGN's CG products
+// pᵀ(H + λI)p, whose p carries the gradient's scale, as ‖h_i‖⁴). No rescaling of the features
+// keeps the direction exact: with h scaled by σ and W by 1/σ, the same λ damps W as λ/σ² would
+// and the bias as λ does.
 //
 // It compiles a graph per call: it is meant for one-off use, diagnostics and notebooks. Training
 // loops build FGNDirection and friends into their own compiled step.
@@ -85,6 +92,7 @@ func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias 
 	}
 	labels = tensors.FromFlatDataAndDimensions(narrow, len(narrow))
 	var result *AffineResult
+	var finite bool
 	err := exceptions.TryCatch[error](func() {
 		exec := MustNewExec(backend, func(h, labels, w, bias *Node) []*Node {
 			head := NewAffineHead(h, w, bias)
@@ -108,18 +116,87 @@ func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias 
 			}
 			return []*Node{dir.D[0], dir.D[1], ConvertDType(dir.Loss, dtypes.Float64),
 				ConvertDType(dir.MeanPDagger, dtypes.Float64), ConvertDType(dir.MeanXi, dtypes.Float64),
-				dir.Iterations, ConvertDType(dir.Residual, dtypes.Float64)}
+				dir.Iterations, ConvertDType(dir.Residual, dtypes.Float64), dir.Finite}
 		})
 		out := exec.MustCall(h, labels, w, bias)
 		result = &AffineResult{DW: out[0], DBias: out[1],
 			Loss: tensors.ToScalar[float64](out[2]), MeanPDagger: tensors.ToScalar[float64](out[3]),
 			MeanXi: tensors.ToScalar[float64](out[4]), Iterations: int(tensors.ToScalar[int32](out[5])),
 			Residual: tensors.ToScalar[float64](out[6])}
+		finite = tensors.ToScalar[bool](out[7])
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fgn: computing the %s direction: %w", method, err)
 	}
+	if !finite {
+		return nil, overflowError(method, h, result.Loss)
+	}
 	return result, nil
+}
+
+// overflowError names the overflow behind a direction that is not finite although every input
+// is: the logits when the batch loss is not finite (NewMargin's loss is NaN for a row of logits
+// whose sum is not finite), else the features, whose squares the curvature holds; the message
+// says whether ‖h_i‖² itself exceeds the dtype's range.
+func overflowError(method Method, h *tensors.Tensor, loss float64) error {
+	dtype := h.DType()
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		return fmt.Errorf("fgn: logits too large: the logits h W + 1 biasᵀ or the batch loss overflow %s "+
+			"in the %s direction; scale the features, W or the bias down", dtype, method)
+	}
+	row, norm := largestRow(h)
+	if bound := math.Sqrt(largestFinite(dtype)); norm > bound {
+		return fmt.Errorf("fgn: features too large: ‖h_i‖² overflows %s in the %s direction "+
+			"(‖h_%d‖ = %.3g > %.3g, the square root of %s's largest value); scale the features down",
+			dtype, method, row, norm, bound, dtype)
+	}
+	return fmt.Errorf("fgn: features too large: the %s direction overflows %s (the curvature grows as "+
+		"‖h_i‖², SGN's CG products as ‖h_i‖⁴; the largest feature row is ‖h_%d‖ = %.3g); scale the "+
+		"features down", method, dtype, row, norm)
+}
+
+// largestRow returns the row of a b×d float tensor with the largest Euclidean norm, and that
+// norm, computed in float64 as m·‖x/m‖ with m = max|x_k| so that it does not overflow.
+func largestRow(t *tensors.Tensor) (row int, norm float64) {
+	b, d := t.Shape().Dim(0), t.Shape().Dim(1)
+	var flat []float64
+	t.ConstFlatData(func(v any) {
+		switch v := v.(type) {
+		case []float32:
+			flat = make([]float64, len(v))
+			for k, x := range v {
+				flat[k] = float64(x)
+			}
+		case []float64:
+			flat = v
+		}
+	})
+	for i := range b {
+		x := flat[i*d : (i+1)*d]
+		m := 0.0
+		for _, xk := range x {
+			m = math.Max(m, math.Abs(xk))
+		}
+		if m == 0 {
+			continue
+		}
+		var sum float64
+		for _, xk := range x {
+			sum += (xk / m) * (xk / m)
+		}
+		if n := m * math.Sqrt(sum); n > norm {
+			row, norm = i, n
+		}
+	}
+	return row, norm
+}
+
+// largestFinite returns the largest finite value of a float dtype (float32 or float64).
+func largestFinite(dtype dtypes.DType) float64 {
+	if dtype == dtypes.Float32 {
+		return math.MaxFloat32
+	}
+	return math.MaxFloat64
 }
 
 func validateAffine(h, labels, w, bias *tensors.Tensor, cfg Settings) error {
@@ -177,7 +254,13 @@ func validateAffine(h, labels, w, bias *tensors.Tensor, cfg Settings) error {
 			return fmt.Errorf("fgn: %s has a NaN or Inf at flat index %d", in.name, idx)
 		}
 	}
-	return cfg.validateSolve()
+	if err := cfg.validateSolve(); err != nil {
+		return err
+	}
+	if bLambda := float64(b) * cfg.Damping; bLambda > largestFinite(dtype) {
+		return fmt.Errorf("fgn: damping too large: bλ = %d·%g overflows %s", b, cfg.Damping, dtype)
+	}
+	return nil
 }
 
 // toInt64s widens a flat slice of any Go integer type.

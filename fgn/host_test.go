@@ -1,8 +1,10 @@
 package fgn
 
 import (
+	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -149,5 +151,81 @@ func TestGradientCostRegression(t *testing.T) {
 	// A b×d×C float32 intermediate alone is 1 GiB; the real working set is a few MiB.
 	if allocated > 256 {
 		t.Errorf("one gradient allocated %.0f MiB, want < 256 MiB", allocated)
+	}
+}
+
+// TestAffineDirectionOverflow checks that finite inputs whose direction overflows the dtype give
+// an error naming the overflow, for every method in float32 and float64: features so large that
+// ‖h_i‖² overflows (with W = 0, ordinary logits, and with random W, saturated logits) or only
+// ‖h_i‖⁴ does (SGN's CG products), logits that overflow, and bλ beyond the dtype's range. Methods that do not overflow on such input (the
+// gradient, which holds no square of the features) and ordinary and moderately large features
+// (no false positive) must return a finite direction and no error.
+func TestAffineDirectionOverflow(t *testing.T) {
+	const features, logits = "features too large: ‖h_i‖² overflows", "logits too large"
+	const sgnProducts = "features too large: the SGN direction overflows"
+	all := []Method{MethodFGN, MethodFGNMatrixFree, MethodFGNAutodiff, MethodSGN, MethodGradient}
+	curvature := all[:4]
+	for _, tc := range []struct {
+		name           string
+		dtype          dtypes.DType
+		hScale, wScale float64
+		damping        float64
+		fail           []Method // methods that must fail with want; the others must succeed
+		want           string
+	}{
+		{"ordinary", dtypes.Float32, 1, 1, 1, nil, ""},
+		{"ordinary", dtypes.Float64, 1, 1, 1, nil, ""},
+		{"large features", dtypes.Float32, 1e4, 0, 1, nil, ""},
+		{"large features", dtypes.Float64, 1e50, 0, 1, nil, ""},
+		// ‖h_i‖² fits, ‖h_i‖⁴ does not: SGN's CG products overflow.
+		{"very large features, W = 0", dtypes.Float32, 1e10, 0, 1, []Method{MethodSGN}, sgnProducts},
+		{"very large features, W = 0", dtypes.Float64, 1e80, 0, 1, []Method{MethodSGN}, sgnProducts},
+		{"huge features, W = 0", dtypes.Float32, 1e20, 0, 1, curvature, features},
+		{"huge features, W = 0", dtypes.Float64, 1e160, 0, 1, curvature, features},
+		{"huge features", dtypes.Float32, 1e30, 1, 1, curvature, features},
+		{"huge features", dtypes.Float64, 1e200, 1, 1, curvature, features},
+		{"huge W", dtypes.Float32, 1, 1e38, 1, all, logits},
+		{"huge W", dtypes.Float64, 10, 1e307, 1, all, logits},
+		{"huge damping", dtypes.Float32, 1, 1, 1e38, all, "damping too large: bλ = 16·1e+38 overflows Float32"},
+	} {
+		p := newProblem(3, 16, 6, 4, 2, 1)
+		for i := range p.h {
+			for k := range p.h[i] {
+				p.h[i][k] *= tc.hScale
+			}
+		}
+		for k := range p.w {
+			for j := range p.w[k] {
+				p.w[k][j] *= tc.wScale
+			}
+		}
+		in := p.affineInputs(tc.dtype)
+		var h, w, bias *tensors.Tensor
+		for k, x := range map[int]**tensors.Tensor{0: &h, 2: &w, 3: &bias} {
+			var err error
+			if *x, err = tensors.FromAnyValue(in[k]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cfg := DefaultSettings()
+		cfg.Damping = tc.damping
+		for _, m := range all {
+			t.Run(fmt.Sprintf("%s/%s/%s", tc.name, tc.dtype, m), func(t *testing.T) {
+				r, err := AffineDirection(testBackend, m, h, tensors.FromValue(p.labels), w, bias, cfg)
+				if slices.Contains(tc.fail, m) {
+					if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.dtype.String()) {
+						t.Errorf("error %v, want one containing %q and %q", err, tc.want, tc.dtype)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				d := append(flat64(r.DW), flat64(r.DBias)...)
+				if s := ref.MaxAbs(d); math.IsNaN(s) || math.IsInf(s, 0) || math.IsNaN(r.Residual) {
+					t.Errorf("direction max |d| = %v, residual %v: want finite", s, r.Residual)
+				}
+			})
+		}
 	}
 }

@@ -1,8 +1,6 @@
 package fgn
 
 import (
-	"fmt"
-
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/support/exceptions"
 )
@@ -46,33 +44,58 @@ func inWhileLoop(lin Linearization) bool {
 	return ok
 }
 
-// Linearize returns the generic linearisation of any logits node computed from params, using
-// GoMLX reverse-mode autodiff. VJP is one reverse pass, VJP(m) = ∇_w⟨z(w), m⟩. GoMLX has no
-// forward mode, so JVP uses the double-VJP identity: a ↦ J_zᵀa is linear, hence
-// J_z v = ∇_a⟨J_zᵀa, v⟩ at any a (here a = 0).
+// Linearize returns the linearisation of any logits node computed from params by the graph
+// as built, for any GoMLX model.
 //
-// Both reuse the forward nodes of logits, so the forward pass is computed once per step,
-// whatever the number of products.
+// VJP is GoMLX reverse mode, one reverse pass: VJP(m) = ∇_w⟨z(w), m⟩.
 //
-// The double VJP needs the gradient of every op's gradient between params and logits. A fused
-// op whose VJP is itself a fused op without a gradient breaks it: layers.Dense builds GoMLX's
-// FusedDense on backends that implement it (the pure-Go backend does), and JVP then panics
-// naming the op. Build such layers from MatMul and Add (as the examples do), or set the
-// environment variable GOMLX_FUSION=false before the graph is built to make GoMLX decompose
-// every fused op.
-func Linearize(logits *Node, params Vec) Linearization {
+// JVP is forward mode by graph transformation: the nodes between params and logits are walked
+// in topological order and each one's tangent is built from its inputs' tangents by a rule per
+// op type, so J_z v costs about one more forward pass of the layers that depend on the
+// parameters. The rules cover:
+//
+//   - linear and structural ops (Reshape, Transpose, BroadcastInDim, Slice, Concatenate, Pad,
+//     Gather (embeddings), ReduceSum, sum pooling, Add, Sub, Neg, ConvertDType, Reverse, Where):
+//     the op applied to the tangents;
+//   - multilinear ops (DotGeneral, ConvGeneral, Mul, FusedDense): one term per input with a
+//     tangent, the op with that input replaced by its tangent; Div by the quotient rule;
+//   - element-wise maps (Exp, Log, Log1p, Expm1, Tanh, Logistic, Sqrt, Rsqrt, Pow, Erf, Abs, Sin,
+//     Cos, Max, Min, Clamp) by their derivatives in terms of the primal nodes, and the fused
+//     activations (FusedActivation: ReLU, leaky ReLU, GELU, swish, …, and FusedDense's) by their
+//     VJP, which equals their JVP as their Jacobian is diagonal;
+//   - max pooling by the tangent at each window's maximum;
+//   - any other op by the double VJP of that op alone (localJVP), which covers the fused ops whose
+//     VJP GoMLX builds from their decomposed form (FusedLayerNorm, FusedSoftmax) and ReduceMax.
+//
+// StopGradient nodes, and everything that does not depend on params (non-trainable variables,
+// the batch), have a zero tangent. An op that no rule covers panics with an error naming the op
+// and the parameters it depends on. The forward rules follow GoMLX's reverse-mode conventions
+// (at ties of Max and Min, for instance), so ⟨J_z v, u⟩ = ⟨v, J_zᵀu⟩ holds to rounding.
+//
+// Forward mode rather than the double-VJP identity J_z v = ∇_a⟨J_zᵀa, v⟩ for the whole model:
+// that needs the gradient of every op's gradient, which GoMLX's fused Dense and convolution
+// VJPs do not have (compat.go: compatFusedDenseVJPNoGradient, compatConvVJPNotDifferentiable),
+// and it differentiates a reverse pass, so it costs a forward and a reverse pass more than a
+// tangent pass does.
+//
+// The linearisation is a LogitsEvaluator: LogitsAt(w') clones the same walk with w' substituted
+// for params, so adaptive damping evaluates the loss at a trial point on any model. All products
+// reuse the forward nodes of logits, so the forward pass is computed once per step, whatever
+// the number of products.
+func Linearize(logits *Node, params Vec) LogitsEvaluator {
 	if logits.Rank() != 2 {
 		exceptions.Panicf("fgn.Linearize: logits must be b×C, got %s", logits.Shape())
 	}
 	if len(params) == 0 {
 		exceptions.Panicf("fgn.Linearize: no parameters given")
 	}
-	return &autodiffLinearization{logits: logits, params: params}
+	return &autodiffLinearization{logits: logits, params: params, walk: walk(logits, params)}
 }
 
 type autodiffLinearization struct {
 	logits *Node
 	params Vec
+	walk   *subgraph
 }
 
 func (l *autodiffLinearization) Logits() *Node { return l.logits }
@@ -81,21 +104,18 @@ func (l *autodiffLinearization) Params() Vec   { return l.params }
 // VJP treats m as a constant: cotangents built from the logits (such as a ⊙ ∇_z s) must not be
 // differentiated.
 func (l *autodiffLinearization) VJP(m *Node) Vec {
-	return l.vjp(StopGradient(m))
+	return Gradient(ReduceAllSum(Mul(l.logits, StopGradient(m))), l.params...)
 }
 
 func (l *autodiffLinearization) JVP(v Vec) *Node {
-	a := ZerosLike(l.logits)
-	var jv *Node
-	if err := exceptions.TryCatch[error](func() { jv = Gradient(vecDot(l.vjp(a), v), a)[0] }); err != nil {
-		panic(fmt.Errorf("fgn.Linearize: J_z v by double VJP needs the gradient of every op's gradient "+
-			"(build fused layers such as layers.Dense from MatMul and Add, or set GOMLX_FUSION=false): %w", err))
+	if len(v) != len(l.params) {
+		exceptions.Panicf("fgn.Linearize: JVP got %d tangents for %d parameters", len(v), len(l.params))
 	}
-	return jv
+	return l.walk.tangent(v)
 }
 
-func (l *autodiffLinearization) vjp(m *Node) Vec {
-	return Gradient(ReduceAllSum(Mul(l.logits, m)), l.params...)
+func (l *autodiffLinearization) LogitsAt(params Vec) *Node {
+	return l.walk.clone(params)
 }
 
 // vecDot returns Σ_k ⟨a_k, b_k⟩ as a scalar node.

@@ -34,11 +34,12 @@ func Loss(labels, predictions []*Node) *Node {
 }
 
 // RecordLinearization records lin as the linearisation of the logits lin.Logits() in the graph
-// being built, for FGN and SGN to use in place of autodiff (Linearize): a model function that
-// knows its Jacobian products in closed form calls it and returns lin.Logits() as its
-// prediction, e.g. an affine head returns the logits of a recorded NewAffineHead(h, W, bias). An
-// adaptive DampingPolicy needs a recorded linearisation that can evaluate the logits at the trial
-// parameters: an AffineHead, or LinearizeFunc of the model function.
+// being built, for FGN and SGN to use in place of the one they build themselves: a model function
+// that knows its Jacobian products in a closed form calls it and returns lin.Logits() as its
+// prediction. It is for closed forms the optimizers cannot see in the graph: they recognise an
+// affine head z = h W (+ 1 bᵀ) on features that no trainable variable reaches by themselves (see
+// Optimizer), and linearise any other logits by autodiff (Linearize). An affine head records a
+// NewAffineHead only to pass its own feature layout (AffineHead.HT, AffineHead.FeatureGram).
 // lin.Params() must be the current values (v.NodeValue(g)) of the trainable variables that the
 // optimizer steps, in any order (see Optimizer).
 func RecordLinearization(lin Linearization) {

@@ -97,7 +97,7 @@ func NewMargin(logits, labels *Node) *Margin {
 		PDagger: pDagger,
 		Q:       Mul(pStar, pDagger),
 		Rho:     rho,
-		Xi:      OneMinus(Einsum("ic,ic->i", rho, rho)), // row-wise dot products: no b×C temporary
+		Xi:      OneMinus(ReduceSum(Square(rho), -1)), // not Einsum("ic,ic->i"): compatRowDotsLargeKernel
 		Loss:    loss,
 		GradS:   Where(isTrue, Scalar(g, dtype, -1), rho),
 		OneHot:  oneHot,

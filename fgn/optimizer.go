@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/ml/model/initializer"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 	"github.com/gomlx/gomlx/support/exceptions"
+	"k8s.io/klog/v2"
 )
 
 // Optimizer is a damped Gauss-Newton optimizer for a classifier trained with softmax
@@ -26,8 +27,16 @@ import (
 //
 //   - UpdateGraph(scope, g, loss), the Trainer's entry point, takes them from the graph, where
 //     Loss (the loss function to give the Trainer) records them. The logits are linearised with
-//     respect to the trainable variables by autodiff (Linearize), unless the model recorded a
-//     closed form with RecordLinearization. It panics if loss is not the one Loss returned.
+//     respect to the trainable variables by the closed form the model recorded with
+//     RecordLinearization, if any. Otherwise, when they are an affine head z = h W (+ 1 bᵀ) over
+//     features h that no trainable variable reaches (a dense layer, as layers.Dense and
+//     DenseWithBias build it in either weight layout, on the input, on a backbone of
+//     non-trainable variables, or behind a StopGradient), the step uses that AffineHead: its
+//     exact products and, for FGN, its closed-form margin Gram (appendix F.2). The head is found
+//     on the walk of the graph that Linearize's forward mode takes, and a model that is not
+//     affine in its trainable variables is never taken for one. Any other logits are linearised
+//     by autodiff (Linearize). klog at V(1) logs which, and Direction.Linearization names it.
+//     It panics if loss is not the one Loss returned.
 //   - UpdateGraphWithLinearization(scope, lin, labels) is the entry point for a training step
 //     built by hand: lin.Params() must be the current values (v.NodeValue(g)) of exactly those
 //     trainable variables, in any order. It returns the step's Direction with its diagnostics.
@@ -167,19 +176,36 @@ func (o *gnOptimizer) UpdateGraph(scope *model.Scope, g *Graph, loss *Node) {
 		exceptions.Panicf("fgn: the loss to minimise is not the one fgn.Loss returned (another loss, or regularisation "+
 			"terms added to it); %s's curvature is that of fgn.Loss's cross-entropy alone", o.c.name())
 	}
-	lin := rec.lin
-	if lin == nil && o.c.damping.Adaptive() {
-		exceptions.Panicf("fgn: %s with %s damping needs the batch loss at the trial point w + αd, which autodiff of "+
-			"the recorded logits cannot evaluate: the model must record its linearisation with RecordLinearization, "+
-			"an AffineHead or LinearizeFunc(modelFn, params)", o.c.name(), o.c.damping)
+	lin, kind := o.linearization(scope, g, rec)
+	o.UpdateGraphWithLinearization(scope, lin, rec.labels).Linearization = kind
+}
+
+// linearization returns the linearisation of the recorded logits that UpdateGraph steps on, and
+// its kind: the one the model recorded; else, when the logits are an affine head over features
+// that no trainable variable reaches (recogniseAffineHead), that head, with its exact products
+// and closed-form margin Gram; else autodiff (Linearize).
+func (o *gnOptimizer) linearization(scope *model.Scope, g *Graph, rec *graphRecord) (Linearization, LinearizationKind) {
+	if rec.lin != nil {
+		if rec.lin.Logits() != rec.logits {
+			exceptions.Panicf("fgn: the linearisation recorded with RecordLinearization is not of the logits given to fgn.Loss")
+		}
+		klog.V(1).Infof("fgn: %s steps on the linearisation the model recorded (%T)", o.c.name(), rec.lin)
+		return rec.lin, RecordedLinearization
 	}
-	if lin == nil {
-		_, params := trainableVariables(scope, g)
-		lin = Linearize(rec.logits, params)
-	} else if lin.Logits() != rec.logits {
-		exceptions.Panicf("fgn: the linearisation recorded with RecordLinearization is not of the logits given to fgn.Loss")
+	_, params := trainableVariables(scope, g)
+	autodiff := Linearize(rec.logits, params)
+	head, why := recogniseAffineHead(rec.logits, autodiff.(*autodiffLinearization).walk)
+	if head != nil {
+		gram := ""
+		if o.c.fgn && o.c.s.RowOperator == ClosedFormGram {
+			gram = " and the closed-form margin Gram"
+		}
+		klog.V(1).Infof("fgn: %s recognised an affine head over features that no trainable variable reaches: "+
+			"exact head products%s", o.c.name(), gram)
+		return head, AffineHeadLinearization
 	}
-	o.UpdateGraphWithLinearization(scope, lin, rec.labels)
+	klog.V(1).Infof("fgn: %s linearises the logits by autodiff: not an affine head (%s)", o.c.name(), why)
+	return autodiff, AutodiffLinearization
 }
 
 func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linearization, labels *Node) *Direction {

@@ -101,12 +101,12 @@ func (m *optModel) step(t *testing.T, opt Optimizer, p *problem, n int) float64 
 	return its
 }
 
-// logits is the model function the Trainer calls: the logits of the linearisation m.lin, with
-// the affine head recorded as a closed form unless m.generic (then the optimizer linearises the
-// logits by autodiff, as it does for the MLP unless m.modelFunc).
+// logits is the model function the Trainer calls: the logits of the linearisation m.lin, recorded
+// for the affine head (its closed form, or autodiff if m.generic) and with m.modelFunc; the
+// optimizer linearises the MLP's logits by autodiff otherwise.
 func (m *optModel) logits(_ *model.Scope, h *Node) *Node {
 	lin := m.lin(h)
-	if _, ok := lin.(*AffineHead); ok || m.modelFunc {
+	if !m.mlp || m.modelFunc {
 		RecordLinearization(lin)
 	}
 	return lin.Logits()

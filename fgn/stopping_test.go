@@ -132,17 +132,30 @@ func TestStoppingRuleHardBatches(t *testing.T) {
 		})
 	}
 
-	// The paper's defaults (5 iterations, tolerance 1e-5): FGN's error next to SGN's.
+	// The library's defaults (5 iterations, tolerance 1e-5): under the parameter-residual rule
+	// FGN's step is as close to the exact FGN step as SGN's to the exact GGN step (within 10×);
+	// under the whitened-row rule, on the same budget, it stops 100× farther away.
 	ggnWant := denseSolve(t, dn.ggn, dn.d, lambda, scaled(dn.grad, -1))
-	for _, rule := range []StoppingRule{StopParameterResidual, StopWhitenedRowResidual} {
-		cfg := DefaultSettings()
-		cfg.CG.StoppingRule = rule
-		d, iters, _ := solve(t, paths[0].dir, cfg, dtypes.Float64)
-		sgn := run(t, func(in []*Node) []*Node {
-			return []*Node{flattenVec(SGNDirection(affineLin(in), in[1], nil, cfg).D)}
-		}, p.affineInputs(dtypes.Float64)...)[0]
-		t.Logf("paper defaults, rule %s: FGN %v iterations, error vs exact FGN %.3g; SGN error vs exact GGN %.3g",
-			rule, iters, ref.RelErr(d, want), ref.RelErr(sgn, ggnWant))
+	for _, tc := range []struct {
+		rule   StoppingRule
+		closer bool // FGN's error ≤ 10× SGN's; otherwise ≥ 100× SGN's
+	}{{StopParameterResidual, true}, {StopWhitenedRowResidual, false}} {
+		t.Run("defaults/"+tc.rule.String(), func(t *testing.T) {
+			cfg := DefaultSettings()
+			cfg.CG.StoppingRule = tc.rule
+			d, iters, _ := solve(t, paths[0].dir, cfg, dtypes.Float64)
+			sgn := run(t, func(in []*Node) []*Node {
+				return []*Node{flattenVec(SGNDirection(affineLin(in), in[1], nil, cfg).D)}
+			}, p.affineInputs(dtypes.Float64)...)[0]
+			fgnErr, sgnErr := ref.RelErr(d, want), ref.RelErr(sgn, ggnWant)
+			t.Logf("FGN %v iterations, error vs exact FGN %.3g; SGN error vs exact GGN %.3g", iters, fgnErr, sgnErr)
+			if tc.closer && fgnErr > 10*sgnErr {
+				t.Errorf("FGN's error %.3g exceeds 10× SGN's %.3g", fgnErr, sgnErr)
+			}
+			if !tc.closer && fgnErr < 100*sgnErr {
+				t.Errorf("FGN's error %.3g is below 100× SGN's %.3g: the whitened-row rule no longer stops early here", fgnErr, sgnErr)
+			}
+		})
 	}
 }
 

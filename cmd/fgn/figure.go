@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/compute"
 
 	"github.com/fgn-paper/fgn/experiments/mechanism"
+	"github.com/fgn-paper/fgn/experiments/profile"
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/cli"
@@ -53,7 +54,7 @@ func runFigure(args []string, stdout, stderr io.Writer) error {
 // output directory, and draws the triptych from the CSV files there.
 func runFigureMechanism(args []string, stdout, stderr io.Writer) error {
 	c := newCommand("figure mechanism", mechanismHelp, stdout)
-	profile := c.String("profile", "quick", "panel (a) timing profile: smoke, quick or full")
+	profileName := c.profileFlag()
 	out := c.String("out", "results", "output directory for the CSV files and the figure")
 	panels := c.String("panels", "a,b,c", "comma-separated panels to compute (the others are read from their CSV files in --out)")
 	fromCSV := c.Bool("from-csv", false, "compute nothing: redraw the figure from the CSV files in --out")
@@ -62,10 +63,11 @@ func runFigureMechanism(args []string, stdout, stderr io.Writer) error {
 	if err := c.parse(args); err != nil {
 		return err
 	}
-	stepCfg, err := mechanism.StepTimeProfile(*profile)
+	plan, err := profile.Named(*profileName)
 	if err != nil {
-		return cli.UsageError{Err: err}
+		return cli.UsageError{Err: fmt.Errorf("figure mechanism: --profile: %w", err)}
 	}
+	stepCfg := plan.StepTime
 	var which []string
 	if !*fromCSV {
 		for _, p := range strings.Split(*panels, ",") {

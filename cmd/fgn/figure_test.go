@@ -40,10 +40,8 @@ func TestFigureErrors(t *testing.T) {
 // already in the output directory (written here at test size), and checks what it reports.
 func TestFigureMechanism(t *testing.T) {
 	dir := t.TempDir()
-	cfg, err := mechanism.StepTimeProfile("smoke")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mechanism.PaperStepTime()
+	cfg.Profile = "test"
 	cfg.Dim, cfg.Batch, cfg.Examples, cfg.Classes, cfg.Steps = 8, 4, 8, []int{2, 3}, 2
 	be, err := backend.New()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/gomlx/compute"
 
 	"github.com/fgn-paper/fgn/experiments/method"
+	"github.com/fgn-paper/fgn/experiments/profile"
 	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/cli"
@@ -25,7 +26,7 @@ func (v floatValue) String() string {
 	if v.p == nil {
 		return ""
 	}
-	return strconv.FormatFloat(*v.p, 'g', -1, 64)
+	return formatFloat(*v.p)
 }
 
 func (v floatValue) Set(s string) error {
@@ -113,15 +114,6 @@ func (o *optional[T]) Set(s string) error {
 // get returns the value and whether it was given.
 func (o *optional[T]) get() (T, bool) { return o.value, o.given }
 
-// optionalPositiveFloat defines a float flag (finite, > 0) whose default is described by def.
-func (c *command) optionalPositiveFloat(name, def, usage string) *optional[float64] {
-	var f float64
-	o := &optional[float64]{def: def, format: func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) },
-		parse: func(s string) (float64, error) { return f, floatValue{p: &f}.Set(s) }}
-	c.Var(o, name, usage+"; a `number` > 0")
-	return o
-}
-
 // optionalInt defines an int flag (≥ min) whose default is described by def.
 func (c *command) optionalInt(name, def string, min int, usage string) *optional[int] {
 	var n int
@@ -129,6 +121,61 @@ func (c *command) optionalInt(name, def string, min int, usage string) *optional
 		parse: func(s string) (int, error) { return n, intValue{p: &n, min: min}.Set(s) }}
 	c.Var(o, name, fmt.Sprintf("%s; an `integer` ≥ %d", usage, min))
 	return o
+}
+
+// settingValue is a flag for one field of fgn.Settings. A value is accepted when
+// fgn.Settings.Validate accepts the library's defaults with that field set to it, so the command
+// line takes exactly the values the library takes, and its error names the setting's range.
+type settingValue[T any] struct {
+	parse func(string) (T, error)
+	set   func(*fgn.Settings, T)
+}
+
+func (v settingValue[T]) check(s string) (T, error) {
+	x, err := v.parse(s)
+	if err != nil {
+		return x, err
+	}
+	cfg := fgn.DefaultSettings()
+	v.set(&cfg, x)
+	return x, cfg.Validate()
+}
+
+// setting defines a flag for one field of fgn.Settings whose default is value.
+func setting[T any](c *command, name string, value T, format func(T) string, v settingValue[T], usage string) *T {
+	o := &optional[T]{value: value, given: true, format: format, parse: v.check}
+	c.Var(o, name, usage)
+	return &o.value
+}
+
+// optionalSetting defines a flag for one field of fgn.Settings whose default is described by def.
+func optionalSetting[T any](c *command, name, def string, format func(T) string, v settingValue[T], usage string) *optional[T] {
+	o := &optional[T]{def: def, format: format, parse: v.check}
+	c.Var(o, name, usage)
+	return o
+}
+
+func parseFloat(s string) (float64, error) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("not a number")
+	}
+	return f, nil
+}
+
+func parseInt(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("not an integer")
+	}
+	return n, nil
+}
+
+func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// profileFlag defines --profile, a name of package profile's table.
+func (c *command) profileFlag() *string {
+	return c.String("profile", "quick", "profile: "+profile.Usage)
 }
 
 // backendFlag defines --backend.

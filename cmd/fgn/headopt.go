@@ -11,6 +11,7 @@ import (
 
 	"github.com/fgn-paper/fgn/experiments/headopt"
 	"github.com/fgn-paper/fgn/experiments/method"
+	"github.com/fgn-paper/fgn/experiments/profile"
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
@@ -45,7 +46,7 @@ func addHeadoptFlags(fs *command) *headoptFlags {
 	return &headoptFlags{
 		features:  fs.String("features", "", "feature cache directory (train_/test_ features and labels .npy)"),
 		synthetic: fs.Bool("synthetic", false, "use the synthetic Gaussian-mixture stand-in (NOT Cars196) of the profile's shape"),
-		profile:   fs.String("profile", "quick", "full (paper: batch 128, 150 epochs, 10 seeds), quick (for a CPU) or smoke (CI)"),
+		profile:   fs.profileFlag(),
 		out:       fs.String("out", "results", "output directory"),
 		backend:   fs.backendFlag(),
 		quiet:     fs.Bool("quiet", false, "no progress bars or per-run lines"),
@@ -54,10 +55,11 @@ func addHeadoptFlags(fs *command) *headoptFlags {
 
 // load returns the profile and the data the flags name.
 func (f *headoptFlags) load() (headopt.Profile, *headopt.Data, error) {
-	p, err := headopt.ProfileNamed(*f.profile)
+	plan, err := profile.Named(*f.profile)
 	if err != nil {
-		return p, nil, cli.UsageError{Err: err}
+		return headopt.Profile{}, nil, cli.UsageError{Err: fmt.Errorf("headopt: --profile: %w", err)}
 	}
+	p := plan.Headopt
 	switch {
 	case *f.synthetic && *f.features != "":
 		return p, nil, cli.Usagef("headopt: --features and --synthetic exclude each other")

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/fgn-paper/fgn/experiments/profile"
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/reproduce"
 	"github.com/fgn-paper/fgn/fgn/backend"
@@ -24,15 +25,12 @@ rebuilds everything.
 
 The default output directory, results/, is ignored by git: running the command leaves the
 repository's files as they are. "fgn reproduce --out figures" refreshes the committed figures.
-
-Profiles: smoke (CI), quick (the default, for a CPU), full (the paper's protocols, meant for a
-GPU).
 `
 
 // runReproduce is the "reproduce" subcommand.
 func runReproduce(args []string, stdout, stderr io.Writer) error {
 	c := newCommand("reproduce", reproduceHelp, stdout)
-	profile := c.String("profile", "quick", "smoke, quick or full")
+	profileName := c.profileFlag()
 	out := c.String("out", "results", "output directory (figures: the committed figures)")
 	featuresDir := c.String("features", "data/cars196", "Cars196 feature cache (as written by data/fetch); without one the synthetic stand-in is used")
 	force := c.Bool("force", false, "rebuild every target, up to date or not")
@@ -44,9 +42,9 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return cli.Usagef("reproduce: --out is empty")
 	}
-	plan, err := reproduce.PlanNamed(*profile)
+	plan, err := profile.Named(*profileName)
 	if err != nil {
-		return cli.UsageError{Err: err}
+		return cli.UsageError{Err: fmt.Errorf("reproduce: --profile: %w", err)}
 	}
 	hasCache, err := reproduce.HasCache(*featuresDir)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/fgn-paper/fgn/experiments/method"
@@ -47,13 +48,21 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	evalEvery := c.intAtLeast("eval-every", 64, 1, "steps between evaluations")
 	seed := c.Uint64("seed", 1, "seed of the initialisation and the one-time shuffle")
 	paper := fgn.DefaultSettings()
-	learningRate := c.optionalPositiveFloat("learning-rate", fmt.Sprintf("%g for adam, %g for sgn and fgn",
-		method.AdamLearningRate, paper.LearningRate), "step size α of every method")
-	damping := c.positiveFloat("damping", paper.Damping, "damping λ for SGN/FGN, the initial λ with --damping-policy lm")
+	learningRate := optionalSetting(c, "learning-rate", fmt.Sprintf("%g for adam, %g for sgn and fgn",
+		method.AdamLearningRate, paper.LearningRate), formatFloat,
+		settingValue[float64]{parseFloat, func(s *fgn.Settings, x float64) { s.LearningRate = x }},
+		"step size α of every method; a `number` > 0")
+	damping := setting(c, "damping", paper.Damping, formatFloat,
+		settingValue[float64]{parseFloat, func(s *fgn.Settings, x float64) { s.Damping = x }},
+		"damping λ for SGN/FGN, the initial λ with --damping-policy lm; a `number` > 0")
 	dampingPolicy := c.dampingPolicy("damping-policy", "damping policy for SGN/FGN, the paper's constant λ or "+
 		"Levenberg-Marquardt on the gain ratio ρ")
-	cgMaxIterations := c.intAtLeast("cg-max-iterations", paper.CG.MaxIterations, 1, "CG iteration cap for SGN/FGN")
-	cgTolerance := c.positiveFloat("cg-tolerance", paper.CG.Tolerance, "CG relative residual tolerance for SGN/FGN")
+	cgMaxIterations := setting(c, "cg-max-iterations", paper.CG.MaxIterations, strconv.Itoa,
+		settingValue[int]{parseInt, func(s *fgn.Settings, x int) { s.CG.MaxIterations = x }},
+		"CG iteration cap for SGN/FGN; an `integer` ≥ 1")
+	cgTolerance := setting(c, "cg-tolerance", paper.CG.Tolerance, formatFloat,
+		settingValue[float64]{parseFloat, func(s *fgn.Settings, x float64) { s.CG.Tolerance = x }},
+		"CG relative residual tolerance for SGN/FGN; a `number` ≥ 0")
 	cgStoppingRule := paper.CG.StoppingRule
 	c.TextVar(&cgStoppingRule, "cg-stopping-rule", paper.CG.StoppingRule, "FGN's CG stopping rule: parameter "+
 		"(‖(H+λI)d+g‖ ≤ tol·‖g‖) or whitened-row (the paper's Algorithm 1)")
@@ -109,6 +118,12 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			classes, classesGiven, classesFrom = 32, true, "the synthetic mixture's default"
 		}
 		*standardize = false
+		for _, m := range ms { // before generating the data, which may not fit either
+			cfg := train.Config{Method: m, Model: train.Model{Hidden: *hidden}, BatchSize: *batch}
+			if err := train.CheckMemory(cfg, *examples, max(*examples/2, 1), *dim, classes); err != nil {
+				return cli.ConfigError{Err: fmt.Errorf("train: %w", err)}
+			}
+		}
 		source = fmt.Sprintf("synthetic Gaussian mixture (n=%d, d=%d, C=%d, separation %g)", *examples, *dim, classes, *separation)
 		if trainSet, err = features.GaussianMixture(*seed, 0, *examples, *dim, classes, *separation); err == nil {
 			evalSet, err = features.GaussianMixture(*seed, 1, max(*examples/2, 1), *dim, classes, *separation)
@@ -131,6 +146,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			Classes: classes, BatchSize: *batch, Epochs: *epochs, EvalEvery: *evalEvery, Seed: *seed}
 		if _, err := cfgs[i].Validate(trainSet, evalSet); err != nil {
 			return fmt.Errorf("train: %w", err)
+		}
+		if err := train.CheckMemory(cfgs[i], trainSet.N, evalSet.N, trainSet.D, classes); err != nil {
+			return cli.ConfigError{Err: fmt.Errorf("train: %w", err)}
 		}
 	}
 	if *standardize {

@@ -31,16 +31,13 @@ committed figures/. The table of results goes to stdout and to <out>/verify_<pro
 .json. The exit status is 0 when no claim failed, 1 when one did, and 2 for a configuration
 error found before any claim runs (an unknown profile, an unusable backend, a missing tool).
 The claims' commands use GOMLX_BACKEND like every fgn command.
-
-Profiles (see artifact.yaml): smoke (CI), quick (a CPU, kick the tires), full (the paper's
-protocol, meant for one GPU).
 `
 
 // runVerify implements "fgn verify": it checks every claim of artifact.yaml in a profile and
 // writes the result table as <out>/verify_<profile>.md and .json.
 func runVerify(args []string, stdout, stderr io.Writer) error {
 	c := newCommand("verify", verifyHelp, stdout)
-	profile := c.String("profile", "quick", "verification profile: one of the manifest's profiles (smoke, quick, full)")
+	profile := c.profileFlag()
 	manifest := c.String("artifact", "artifact.yaml", "the artifact manifest; commands run in its directory")
 	out := c.String("out", "results/verify", "output directory of the claims' commands and of verify_<profile>.md/.json")
 	fgnPath := c.String("fgn", "", "fgn executable the claims run (default: this executable)")

@@ -32,6 +32,7 @@ import (
 	"github.com/fgn-paper/fgn/features"
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/cli"
+	"github.com/fgn-paper/fgn/internal/filehash"
 )
 
 // weightSet is a published set of torchvision ResNet-50 weights and its transform.
@@ -174,7 +175,7 @@ func loadWeights(ctx context.Context, cfg config, ws weightSet, log io.Writer) (
 	} else {
 		path = src
 		var err error
-		if sha, err = features.FileSHA256(path); err != nil {
+		if sha, err = filehash.SHA256(path); err != nil {
 			return mw, nil, fmt.Errorf("weight file: %w", err)
 		}
 		if m := torchvisionHash.FindStringSubmatch(filepath.Base(path)); m != nil && !strings.HasPrefix(sha, m[1]) {

@@ -20,7 +20,7 @@ import (
 var toySubcommands = []string{"toy"}
 
 // fakeExec stands for the real commands: "fgn toy" writes toy.csv into --out, "go test ./toy"
-// prints a passing verbose test log.
+// prints the test2json events of a passing test with two subtests.
 func fakeExec(t *testing.T, calls *int) ExecFunc {
 	return func(_ context.Context, _ string, argv []string, log io.Writer) ([]byte, error) {
 		*calls++
@@ -45,8 +45,11 @@ func fakeExec(t *testing.T, calls *int) ExecFunc {
 			}
 			return nil, nil
 		case "go":
-			return []byte("=== RUN   TestToy\n    toy_test.go:9: identity: error 3.1e-16 (tolerance 1e-13)\n" +
-				"    toy_test.go:10: other: error 1e-14 (tolerance 1e-13)\n--- PASS: TestToy (0.00s)\nPASS\n"), nil
+			events := goTestEvents("pass", "TestToy/a", "TestToy/b", "TestToy")
+			if _, err := log.Write(events); err != nil {
+				t.Fatal(err)
+			}
+			return events, nil
 		}
 		t.Fatalf("unexpected command %q", argv)
 		return nil, nil
@@ -89,8 +92,8 @@ func TestVerify(t *testing.T) {
 	if !strings.Contains(results[3].Detail, "big") {
 		t.Errorf("not-run detail %q does not name the data set", results[3].Detail)
 	}
-	if m := results[4].Measured; m != "max error 1e-14 over 2 checks" {
-		t.Errorf("test-log measured %q", m)
+	if m := results[4].Measured; m != "TestToy passed (2 subtests)" {
+		t.Errorf("go-test measured %q, want \"TestToy passed (2 subtests)\"", m)
 	}
 	if m := results[6].Measured; m != "reached at 0.75" {
 		t.Errorf("not-reached failure measured %q, want \"reached at 0.75\"", m)
@@ -133,30 +136,62 @@ func TestVerify(t *testing.T) {
 	}
 }
 
-func TestCheckTestLog(t *testing.T) {
-	abs := 1e-12
-	tol := &Tolerance{Absolute: &abs}
+// goTestEvents returns test2json events: a run and an output line for each test, then its result.
+func goTestEvents(action string, tests ...string) []byte {
+	var b strings.Builder
+	for _, test := range tests {
+		for _, ev := range []testEvent{{Action: "run", Test: test}, {Action: "output", Test: test, Output: "    x_test.go:9: a line\n"},
+			{Action: action, Test: test}} {
+			line, _ := json.Marshal(ev)
+			b.Write(line)
+			b.WriteByte('\n')
+		}
+	}
+	return []byte(b.String())
+}
+
+func TestCheckGoTest(t *testing.T) {
+	mixed := append(goTestEvents("pass", "TestA/x", "TestA"), goTestEvents("fail", "TestB/y")...)
+	mixed = append(mixed, goTestEvents("fail", "TestB")...)
 	for _, tc := range []struct {
-		name, log string
-		failed    bool
-		want      string
+		name     string
+		out      []byte
+		runErr   error
+		want     string
+		measured string
 	}{
-		{"within", "x: error 1e-13 (tolerance 1e-12)\nPASS\n", false, Pass},
-		{"above the claim's tolerance", "x: error 1e-10 (tolerance 1e-9)\nPASS\n", false, Fail},
-		{"test failed", "x: error 1e-9 exceeds tolerance 1e-12\nFAIL\n", true, Fail},
-		{"NaN", "x: error NaN exceeds tolerance 1e-12\nFAIL\n", true, Fail},
-		{"no checks printed", "testing: warning: no tests to run\nPASS\n", false, Fail},
+		{"passed", goTestEvents("pass", "TestA/x", "TestA/y", "TestA"), nil, Pass, "TestA passed (2 subtests)"},
+		{"a subtest failed", mixed, io.ErrUnexpectedEOF, Fail, "failed: TestB/y, TestB"},
+		{"skipped", goTestEvents("skip", "TestA"), nil, Fail, "skipped: TestA"},
+		{"no test ran", []byte(`{"Action":"output","Output":"testing: warning: no tests to run\n"}` + "\n"), nil, Fail, ""},
+		{"build failed", []byte("# pkg\nx.go:1: syntax error\n"), io.ErrUnexpectedEOF, Fail, ""},
+		{"log text is not read", []byte("--- PASS: TestA (0.00s)\nPASS\n"), nil, Fail, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var runErr error
-			if tc.failed {
-				runErr = io.ErrUnexpectedEOF
+			measured, status, err := checkGoTest(tc.out, tc.runErr)
+			if status != tc.want || measured != tc.measured {
+				t.Errorf("status %q, measured %q (error %v); want %q, %q", status, measured, err, tc.want, tc.measured)
 			}
-			_, status, _ := checkTestLog([]byte(tc.log), runErr, tol)
-			if status != tc.want {
-				t.Errorf("status %q, want %q", status, tc.want)
+			if status == Fail && tc.measured == "" && err == nil {
+				t.Errorf("a failure without a measurement gives no reason")
 			}
 		})
+	}
+}
+
+func TestTestLog(t *testing.T) {
+	var b strings.Builder
+	tl := &testLog{w: &b}
+	events := goTestEvents("pass", "TestA")
+	// Written in pieces that split lines, then a non-JSON line without a newline.
+	for _, part := range [][]byte{events[:7], events[7:40], events[40:], []byte("exit status 0")} {
+		if _, err := tl.Write(part); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tl.Flush()
+	if want := "    x_test.go:9: a line\nexit status 0\n"; b.String() != want {
+		t.Errorf("log %q, want %q", b.String(), want)
 	}
 }
 
@@ -179,8 +214,12 @@ func TestParseErrors(t *testing.T) {
 			`line 6: claim "c": command "fgn nosuch --out x": unknown fgn subcommand "nosuch"`},
 		{"unknown program", head + claim + "    command: python run.py\n    output: a.csv\n    measure: {column: y}\n    expected: \"1\"\n    tolerance: {absolute: 1}\n",
 			`line 6: claim "c": command "python run.py": unknown program "python"`},
-		{"go test without -v", head + claim + "    command: go test ./fgn -run TestX\n    output: test-log\n    expected: \"0\"\n    tolerance: {absolute: 1}\n",
-			`line 6: claim "c": command "go test ./fgn -run TestX": a go test claim needs -run <regexp> and -v`},
+		{"go test without -json", head + claim + "    command: go test ./fgn -run TestX\n    output: go-test\n    expected: pass\n",
+			`line 6: claim "c": command "go test ./fgn -run TestX": a go test claim needs -run <regexp> and -json`},
+		{"go test with a tolerance", head + claim + "    command: go test ./fgn -run TestX -json\n    output: go-test\n    expected: pass\n    tolerance: {absolute: 1}\n",
+			`line 9: claim "c": a go-test claim takes no tolerance`},
+		{"go test expecting a number", head + claim + "    command: go test ./fgn -run TestX -json\n    output: go-test\n    expected: \"0\"\n",
+			`line 8: claim "c": a go-test claim expects "pass"`},
 		{"bad expected", head + claim + "    command: fgn toy\n    output: a.csv\n    measure: {column: y}\n    expected: big\n    tolerance: {absolute: 1}\n",
 			`line 9: claim "c": expected "big" is neither a number, an ordering`},
 		{"not reached with a tolerance", head + claim + "    command: fgn toy\n    output: a.csv\n    measure: {column: y}\n    expected: not reached\n    tolerance: {absolute: 1}\n",

@@ -165,6 +165,17 @@ func (c *Claim) validate(n *yaml.Node, subcommands []string, datasets map[string
 			return fail("requires", "requires unknown data set %q (not in the data section)", r)
 		}
 	}
+	if c.Output == GoTest {
+		switch {
+		case !strings.HasPrefix(c.Command, "go test"):
+			return fail("output", "output %q needs a go test command", GoTest)
+		case c.Expected != "pass":
+			return fail("expected", "a %s claim expects \"pass\" (the tests assert their own tolerances)", GoTest)
+		case c.Tolerance != nil:
+			return fail("tolerance", "a %s claim takes no tolerance (the tests assert their own)", GoTest)
+		}
+		return nil
+	}
 	order, _ := parseOrdering(c.Expected)
 	repeatedOrder := c.Measure.Repeated && order != nil
 	switch {
@@ -183,17 +194,10 @@ func (c *Claim) validate(n *yaml.Node, subcommands []string, datasets map[string
 	}
 	switch {
 	case c.Output == "":
-		return fail("id", "missing output (%q or a CSV file name)", TestLog)
-	case c.Output == TestLog:
-		if !strings.HasPrefix(c.Command, "go test") {
-			return fail("output", "output %q needs a go test command", TestLog)
-		}
-		if c.Expected != "0" {
-			return fail("expected", "a test-log claim expects error 0 (the tolerance bounds the printed errors)")
-		}
+		return fail("id", "missing output (%q or a CSV file name)", GoTest)
 	default:
 		if !strings.HasSuffix(c.Output, ".csv") || strings.Contains(c.Output, "..") {
-			return fail("output", "output %q: want %q or a .csv file name under the output directory", c.Output, TestLog)
+			return fail("output", "output %q: want %q or a .csv file name under the output directory", c.Output, GoTest)
 		}
 		if c.Measure.Column == "" {
 			return fail("measure", "a CSV claim needs measure.column")
@@ -240,7 +244,7 @@ type Command struct {
 }
 
 // ParseCommand splits and checks a claim command: "fgn <subcommand> ..." with a subcommand from
-// subcommands, or "go test <package> -run <regexp> -v ..." (the package a relative "./" path).
+// subcommands, or "go test <package> -run <regexp> -json ..." (the package a relative "./" path).
 // Words may be single- or double-quoted.
 func ParseCommand(s string, subcommands []string) (*Command, error) {
 	words, err := splitWords(s)
@@ -248,7 +252,7 @@ func ParseCommand(s string, subcommands []string) (*Command, error) {
 		return nil, err
 	}
 	if len(words) < 2 {
-		return nil, fmt.Errorf("command %q: want \"fgn <subcommand> ...\" or \"go test <package> -run <regexp> -v\"", s)
+		return nil, fmt.Errorf("command %q: want \"fgn <subcommand> ...\" or \"go test <package> -run <regexp> -json\"", s)
 	}
 	cmd := &Command{Program: words[0], Args: words[1:]}
 	switch words[0] {
@@ -258,14 +262,14 @@ func ParseCommand(s string, subcommands []string) (*Command, error) {
 		}
 	case "go":
 		if words[1] != "test" || len(words) < 3 || !strings.HasPrefix(words[2], "./") {
-			return nil, fmt.Errorf("command %q: only \"go test ./<package> -run <regexp> -v\" is allowed", s)
+			return nil, fmt.Errorf("command %q: only \"go test ./<package> -run <regexp> -json\" is allowed", s)
 		}
 		cmd.TestPackage = words[2]
-		verbose := false
+		jsonOut := false
 		for i := 3; i < len(words); i++ {
 			switch words[i] {
-			case "-v":
-				verbose = true
+			case "-json":
+				jsonOut = true
 			case "-run":
 				if i+1 == len(words) {
 					return nil, fmt.Errorf("command %q: -run without a pattern", s)
@@ -274,8 +278,8 @@ func ParseCommand(s string, subcommands []string) (*Command, error) {
 				cmd.TestRun = words[i]
 			}
 		}
-		if cmd.TestRun == "" || !verbose {
-			return nil, fmt.Errorf("command %q: a go test claim needs -run <regexp> and -v", s)
+		if cmd.TestRun == "" || !jsonOut {
+			return nil, fmt.Errorf("command %q: a go test claim needs -run <regexp> and -json", s)
 		}
 		if _, err := regexp.Compile(cmd.TestRun); err != nil {
 			return nil, fmt.Errorf("command %q: -run pattern: %w", s, err)

@@ -1,10 +1,10 @@
 // Package artifact reads the artifact-evaluation manifest (artifact.yaml at the repository
 // root) and verifies its claims: each claim names the command that checks it, the output that
-// command produces (a CSV file of package experiments/report, or the log of a verbose Go test
-// whose checks print "error E (tolerance T)"), the expected value and its tolerance.
+// command produces (a CSV file of package experiments/report, or the test2json events of a
+// "go test -json" run), the expected value and its tolerance (a test asserts its own).
 //
-// [Parse] is strict: an unknown field, a claim without a tolerance, or a command that is not a
-// known fgn subcommand or a "go test <pkg> -run <regexp> -v" invocation is an error naming the
+// [Parse] is strict: an unknown field, a CSV claim without a tolerance, or a command that is not a
+// known fgn subcommand or a "go test <pkg> -run <regexp> -json" invocation is an error naming the
 // line of artifact.yaml. [Verify] runs the claims and returns one [Result] per claim.
 package artifact
 
@@ -112,10 +112,10 @@ func (id *Identity) check(dir string) error {
 // it is checked (timing claims: a smoke run's few steps on a shared CI machine measure noise, not
 // the paper's cost model). Otherwise the claim is reported as not run, with the reason.
 //
-// Output is either TestLog (the claim's command is a verbose Go test; the measured value is the
-// largest error the test printed, expected 0, and the claim passes when the test passed and every
-// printed error is within the tolerance) or the name of a CSV file the command writes under the
-// output directory, from which Measure selects the values compared with Expected.
+// Output is either GoTest (the claim's command is a go test run with -json; the claim passes
+// when the tests it names pass; Expected is "pass" and there is no tolerance) or the name of a
+// CSV file the command writes under the output directory, from which Measure selects the values
+// compared with Expected.
 type Claim struct {
 	ID        string            `yaml:"id"`
 	Reference string            `yaml:"reference"`
@@ -132,9 +132,6 @@ type Claim struct {
 
 	line int // line of the claim in artifact.yaml
 }
-
-// TestLog is the Output of claims read from a verbose Go test log.
-const TestLog = "test-log"
 
 // NotReached is the Expected value of a CSV claim stating that a threshold is not reached (the
 // "–" cells of the paper's Table 1): it passes when every selected value is NaN, the CSV files'

@@ -2,22 +2,18 @@ package artifact
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/fgn/backend"
 )
 
@@ -94,8 +90,8 @@ func Verify(ctx context.Context, a *Artifact, opt Options) ([]Result, error) {
 		res := Result{ID: c.ID, Reference: c.Reference, Expected: c.Expected}
 		order, _ := parseOrdering(c.Expected)
 		switch {
-		case c.Output == TestLog:
-			res.Expected = fmt.Sprintf("every printed error ≤ %s", fmtTol(c.Tolerance))
+		case c.Output == GoTest:
+			res.Expected = "the tests pass"
 		case c.Expected == NotReached:
 			res.Expected = NotReached
 		case c.Measure.Repeated && order != nil:
@@ -139,14 +135,21 @@ func Verify(ctx context.Context, a *Artifact, opt Options) ([]Result, error) {
 		} else {
 			fmt.Fprintf(opt.Log, "  $ %s\n", strings.Join(argv, " "))
 			start := time.Now()
-			out, err := opt.Exec(ctx, opt.Dir, argv, opt.Log)
+			var out []byte
+			if c.Output == GoTest {
+				tl := &testLog{w: opt.Log}
+				out, err = opt.Exec(ctx, opt.Dir, argv, tl)
+				tl.Flush()
+			} else {
+				out, err = opt.Exec(ctx, opt.Dir, argv, opt.Log)
+			}
 			res.Seconds = time.Since(start).Seconds()
 			r = &run{out: out, err: err, claimID: c.ID}
 			runs[key] = r
 		}
 		switch {
-		case c.Output == TestLog:
-			res.Measured, res.Status, err = checkTestLog(r.out, r.err, c.Tolerance)
+		case c.Output == GoTest:
+			res.Measured, res.Status, err = checkGoTest(r.out, r.err)
 		case r.err != nil:
 			err = fmt.Errorf("command failed: %v", r.err)
 		default:
@@ -232,234 +235,6 @@ func runExec(ctx context.Context, dir string, argv []string, log io.Writer) ([]b
 	cmd.Stderr = cmd.Stdout
 	err := cmd.Run()
 	return buf.Bytes(), err
-}
-
-// testError matches the lines the project's test helper prints:
-// "<what>: error E (tolerance T)" and "<what>: error E exceeds tolerance T".
-var testError = regexp.MustCompile(`error (\S+) (?:\(tolerance|exceeds tolerance) `)
-
-// checkTestLog reads a verbose go test log: the claim passes when the test passed and printed at
-// least one error, all within tol.
-func checkTestLog(out []byte, runErr error, tol *Tolerance) (measured, status string, err error) {
-	worst, n := 0.0, 0
-	for _, m := range testError.FindAllSubmatch(out, -1) {
-		e, perr := strconv.ParseFloat(string(m[1]), 64)
-		if perr != nil {
-			return "", Fail, fmt.Errorf("unreadable error value %q in the test log", m[1])
-		}
-		n++
-		if math.IsNaN(e) || e > worst {
-			worst = e
-		}
-	}
-	if bytes.Contains(out, []byte("no tests to run")) || (n == 0 && runErr == nil) {
-		return "", Fail, fmt.Errorf("the test printed no \"error E (tolerance T)\" line (does -run match a test?)")
-	}
-	measured = fmt.Sprintf("max error %.3g over %d checks", worst, n)
-	if runErr != nil {
-		return measured, Fail, fmt.Errorf("go test failed: %v", runErr)
-	}
-	if !(worst <= tol.slack(0)) {
-		return measured, Fail, nil
-	}
-	return measured, Pass, nil
-}
-
-// checkCSV compares the values Measure selects from the CSV file at path with the claim's
-// expected value or ordering.
-func checkCSV(path string, c Claim) (measured, status string, err error) {
-	t, err := report.Read(path)
-	if err != nil {
-		return "", Fail, err
-	}
-	rows, err := selectRows(t, c.Measure.Where)
-	if err != nil {
-		return "", Fail, err
-	}
-	if len(rows) == 0 {
-		return "", Fail, fmt.Errorf("%s: no row matches %v", path, c.Measure.Where)
-	}
-	vals := make([]float64, len(rows))
-	for i, r := range rows {
-		if vals[i], err = cell(t, r, c.Measure.Column); err != nil {
-			return "", Fail, err
-		}
-		if c.Measure.Minus != "" {
-			m, err := cell(t, r, c.Measure.Minus)
-			if err != nil {
-				return "", Fail, err
-			}
-			vals[i] -= m
-		}
-	}
-	if c.Expected == NotReached {
-		return checkNotReached(vals)
-	}
-	order, _ := parseOrdering(c.Expected)
-	want, _ := strconv.ParseFloat(c.Expected, 64)
-	switch {
-	case c.Measure.Repeated && order != nil:
-		groups, err := groupValues(t, rows, vals, order, c.Measure.Group)
-		if err != nil {
-			return "", Fail, err
-		}
-		measured, status = checkRepeatedOrdering(groups, order)
-		return measured, status, nil
-	case c.Measure.Repeated:
-		measured, status = checkRepeatedValue(vals, want, c.Tolerance.slack(want))
-		return measured, status, nil
-	case order != nil:
-		return checkOrdering(t, rows, vals, order, c)
-	}
-	worst := vals[0]
-	for _, v := range vals {
-		if math.IsNaN(v) || abs(v-want) > abs(worst-want) {
-			worst = v
-		}
-	}
-	measured = strconv.FormatFloat(worst, 'g', 6, 64)
-	if len(vals) > 1 {
-		measured = fmt.Sprintf("%s (farthest of %d rows)", measured, len(vals))
-	}
-	if !(abs(worst-want) <= c.Tolerance.slack(want)) {
-		return measured, Fail, nil
-	}
-	return measured, Pass, nil
-}
-
-// checkNotReached passes when every value is NaN (not reached); otherwise it reports the
-// smallest value reached.
-func checkNotReached(vals []float64) (measured, status string, err error) {
-	reached := math.Inf(1)
-	for _, v := range vals {
-		if !math.IsNaN(v) {
-			reached = math.Min(reached, v)
-		}
-	}
-	if math.IsInf(reached, 1) {
-		return NotReached, Pass, nil
-	}
-	return "reached at " + strconv.FormatFloat(reached, 'g', 6, 64), Fail, nil
-}
-
-// groupValues collects the values of the selected rows by their group column; every group of
-// order must have at least one.
-func groupValues(t *report.Table, rows [][]string, vals []float64, order []string, group string) (map[string][]float64, error) {
-	g, err := t.Column(group)
-	if err != nil {
-		return nil, err
-	}
-	groups := map[string][]float64{}
-	for i, r := range rows {
-		groups[r[g]] = append(groups[r[g]], vals[i])
-	}
-	for _, name := range order {
-		if len(groups[name]) == 0 {
-			return nil, fmt.Errorf("no selected row has %s = %q", group, name)
-		}
-	}
-	return groups, nil
-}
-
-func checkOrdering(t *report.Table, rows [][]string, vals []float64, order []string, c Claim) (string, string, error) {
-	g, err := t.Column(c.Measure.Group)
-	if err != nil {
-		return "", Fail, err
-	}
-	byGroup := map[string]float64{}
-	for i, r := range rows {
-		if _, dup := byGroup[r[g]]; dup {
-			return "", Fail, fmt.Errorf("%s %q has several selected rows: narrow measure.where", c.Measure.Group, r[g])
-		}
-		byGroup[r[g]] = vals[i]
-	}
-	parts := make([]string, len(order))
-	for i, name := range order {
-		v, ok := byGroup[name]
-		if !ok {
-			return "", Fail, fmt.Errorf("no selected row has %s = %q", c.Measure.Group, name)
-		}
-		parts[i] = fmt.Sprintf("%s=%.4g", name, v)
-	}
-	measured := strings.Join(parts, ", ")
-	for i := 0; i+1 < len(order); i++ {
-		lo, hi := byGroup[order[i]], byGroup[order[i+1]]
-		if !(lo < hi+c.Tolerance.slack(hi)) {
-			return measured, Fail, nil
-		}
-	}
-	return measured, Pass, nil
-}
-
-// selectRows keeps the rows matching every condition of where: equalities first (numbers
-// compared as numbers), then "max"/"min" (the rows holding the column's largest/smallest number
-// among those kept), in column-name order.
-func selectRows(t *report.Table, where map[string]string) ([][]string, error) {
-	cols := slices.Sorted(maps.Keys(where))
-	slices.SortStableFunc(cols, func(a, b string) int {
-		return cmp.Compare(isExtreme(where[a]), isExtreme(where[b]))
-	})
-	rows := t.Rows
-	for _, col := range cols {
-		want := where[col]
-		c, err := t.Column(col)
-		if err != nil {
-			return nil, err
-		}
-		if isExtreme(want) == 1 {
-			best := math.Inf(1)
-			if want == "max" {
-				best = math.Inf(-1)
-			}
-			for _, r := range rows {
-				v, err := strconv.ParseFloat(r[c], 64)
-				if err != nil {
-					return nil, fmt.Errorf("column %q: %w", col, err)
-				}
-				if (want == "max" && v > best) || (want == "min" && v < best) {
-					best = v
-				}
-			}
-			want = strconv.FormatFloat(best, 'g', -1, 64)
-		}
-		var kept [][]string
-		for _, r := range rows {
-			if sameCell(r[c], want) {
-				kept = append(kept, r)
-			}
-		}
-		rows = kept
-	}
-	return rows, nil
-}
-
-func isExtreme(v string) int {
-	if v == "max" || v == "min" {
-		return 1
-	}
-	return 0
-}
-
-// sameCell compares two cells as numbers when both are numbers, else as strings.
-func sameCell(a, b string) bool {
-	x, errA := strconv.ParseFloat(a, 64)
-	y, errB := strconv.ParseFloat(b, 64)
-	if errA == nil && errB == nil {
-		return x == y
-	}
-	return a == b
-}
-
-func cell(t *report.Table, row []string, col string) (float64, error) {
-	c, err := t.Column(col)
-	if err != nil {
-		return 0, err
-	}
-	v, err := strconv.ParseFloat(row[c], 64)
-	if err != nil {
-		return 0, fmt.Errorf("column %q: %w", col, err)
-	}
-	return v, nil
 }
 
 func fmtTol(t *Tolerance) string {

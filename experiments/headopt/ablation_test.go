@@ -102,14 +102,14 @@ func TestAblationTable(t *testing.T) {
 	}
 }
 
-// TestMakeAblation runs the ablation on the smoke stand-in and checks its outputs exist, that
+// TestMakeAblation runs the ablation on the tiny stand-in and checks its outputs exist, that
 // each rule's traces record that rule, and that a second call reads every run back.
 func TestMakeAblation(t *testing.T) {
 	be, err := backend.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, d := smoke(t)
+	p, d := tiny(t)
 	out := t.TempDir()
 	var log strings.Builder
 	paths, err := MakeAblation(be, AblationConfig{Profile: p, Out: out, Command: "test", Log: &log}, d)

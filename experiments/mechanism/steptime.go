@@ -47,47 +47,17 @@ type StepTimeConfig struct {
 
 var paperClasses = []int{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096}
 
-// StepTimeProfiles are the configurations of panel (a):
-//
-//   - full: the paper's protocol, 128 warm-up and 640 timed steps at every C (meant for a GPU);
-//   - quick: 3 warm-up and 24 timed steps for C < 1024, 2 and 12 for C ≥ 1024: enough steps for
-//     the median and interquartile range to be stable and for the timing claims' bootstrap
-//     intervals to resolve clear differences, on 2 CPU cores with the pure-Go backend;
-//   - smoke: C ∈ {2, 16, 128, 1024}, 4096 examples, 1 warm-up and 3 timed steps (well under a
-//     minute on 2 cores; for CI).
-//
-// All use d = 2048, b = 512, λ = 1, a CG budget of 5 with tolerance 10⁻⁵ and, as every reproduction
-// of the paper (method.DefaultSettings), FGN stopping CG by the paper's whitened row residual.
-var StepTimeProfiles = map[string]StepTimeConfig{
-	"full": {Profile: "full", Dim: 2048, Batch: 512, Examples: 32768, Classes: paperClasses,
-		Warmup: 128, Steps: 640},
-	"quick": {Profile: "quick", Dim: 2048, Batch: 512, Examples: 32768, Classes: paperClasses,
-		Warmup: 3, Steps: 24, LargeC: 1024, LargeWarmup: 2, LargeSteps: 12},
-	"smoke": {Profile: "smoke", Dim: 2048, Batch: 512, Examples: 4096, Classes: []int{2, 16, 128, 1024},
-		Warmup: 1, Steps: 3},
-}
-
-func init() {
-	for name, c := range StepTimeProfiles {
-		c.Methods = slices.Clone(method.Methods)
-		c.Settings = fgn.DefaultSettings()
-		c.Settings.LearningRate = 1
-		c.Settings.CG.StoppingRule = method.DefaultSettings(method.FGN).CG.StoppingRule
-		c.AdamLearningRate = 1e-3
-		c.Seed = 1
-		StepTimeProfiles[name] = c
-	}
-}
-
-// StepTimeProfile returns the named profile (full, quick or smoke).
-func StepTimeProfile(name string) (StepTimeConfig, error) {
-	c, ok := StepTimeProfiles[name]
-	if !ok {
-		return StepTimeConfig{}, fmt.Errorf("mechanism: unknown profile %q (want full, quick or smoke)", name)
-	}
-	c.Classes = slices.Clone(c.Classes)
-	c.Methods = slices.Clone(c.Methods)
-	return c, nil
+// PaperStepTime returns panel (a) with the paper's protocol (appendix G.1): d = 2048, b = 512,
+// 32768 examples, C from 2 to 4096, 128 warm-up and 640 timed steps per (C, method), every
+// method; SGN and FGN with α = 1, λ = 1 and a CG budget of 5 with tolerance 10⁻⁵, FGN stopping
+// CG by the paper's whitened row residual as every reproduction does (method.DefaultSettings);
+// Adam with step size 10⁻³. Package profile shrinks it for its smaller profiles.
+func PaperStepTime() StepTimeConfig {
+	s := fgn.DefaultSettings()
+	s.LearningRate = 1
+	s.CG.StoppingRule = method.DefaultSettings(method.FGN).CG.StoppingRule
+	return StepTimeConfig{Dim: 2048, Batch: 512, Examples: 32768, Classes: slices.Clone(paperClasses),
+		Warmup: 128, Steps: 640, Methods: slices.Clone(method.Methods), Settings: s, AdamLearningRate: 1e-3, Seed: 1}
 }
 
 // stepsAt returns the warm-up and timed steps at C classes.

@@ -54,51 +54,17 @@ import (
 	"github.com/fgn-paper/fgn/experiments/mechanism"
 	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/plot"
+	"github.com/fgn-paper/fgn/experiments/profile"
 	"github.com/fgn-paper/fgn/features"
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/atomicfile"
 	"github.com/fgn-paper/fgn/internal/buildinfo"
 )
 
-// Profiles are the profile names, cheapest first: smoke (CI), quick (the default, for a CPU)
-// and full (the paper's protocols; meant for a GPU).
-var Profiles = []string{"smoke", "quick", "full"}
-
-// Plan is what a profile runs: the settings of every target.
-type Plan struct {
-	// Profile names the plan; it is recorded in the stamps and the outputs' provenance.
-	Profile string
-	// StepTime, Trace and Agreement are Figure 1's panels (a), (b) and (c).
-	StepTime  mechanism.StepTimeConfig
-	Trace     mechanism.TraceConfig
-	Agreement mechanism.AgreementConfig
-	// Headopt is the head-optimisation sweep of Figure 2 and Table 1, and the shape of its
-	// synthetic stand-in.
-	Headopt headopt.Profile
-}
-
-// PlanNamed returns the plan of a profile (Profiles): the experiments' profiles of that name
-// (mechanism.StepTimeProfile, headopt.ProfileNamed) and the paper's panels (b) and (c).
-func PlanNamed(profile string) (Plan, error) {
-	if !slices.Contains(Profiles, profile) {
-		return Plan{}, fmt.Errorf("reproduce: unknown profile %q (want smoke, quick or full)", profile)
-	}
-	st, err := mechanism.StepTimeProfile(profile)
-	if err != nil {
-		return Plan{}, err
-	}
-	hp, err := headopt.ProfileNamed(profile)
-	if err != nil {
-		return Plan{}, err
-	}
-	agree := mechanism.DefaultAgreement
-	agree.Scales = slices.Clone(agree.Scales)
-	return Plan{Profile: profile, StepTime: st, Trace: mechanism.DefaultTrace, Agreement: agree, Headopt: hp}, nil
-}
-
 // Config configures Run.
 type Config struct {
-	Plan Plan
+	// Plan is the profile's configuration of every target (profile.Named).
+	Plan profile.Plan
 	// Out is the output directory; the stamps go to Out/.reproduce.
 	Out string
 	// Features is the Cars196 feature cache directory (features.CachePaths). When it holds no

@@ -9,15 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fgn-paper/fgn/experiments/profile"
 	"github.com/fgn-paper/fgn/features"
 	"github.com/fgn-paper/fgn/fgn/backend"
 )
 
 // tinyPlan is the smoke plan with panel (a) shrunk to test size (the other experiments'
 // smoke settings already take well under a second).
-func tinyPlan(t *testing.T) Plan {
+func tinyPlan(t *testing.T) profile.Plan {
 	t.Helper()
-	p, err := PlanNamed("smoke")
+	p, err := profile.Named("smoke")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,17 +223,5 @@ func TestTargetsData(t *testing.T) {
 	}
 	if _, err := Targets(cfg); err == nil || !strings.Contains(err.Error(), "train_features.npy") {
 		t.Errorf("incomplete cache: error %v, want one naming train_features.npy", err)
-	}
-}
-
-func TestPlanNamed(t *testing.T) {
-	for _, name := range Profiles {
-		p, err := PlanNamed(name)
-		if err != nil || p.Profile != name || p.StepTime.Profile != name || p.Headopt.Name != name {
-			t.Errorf("PlanNamed(%q) = profiles %q/%q/%q, %v", name, p.Profile, p.StepTime.Profile, p.Headopt.Name, err)
-		}
-	}
-	if _, err := PlanNamed("huge"); err == nil || !strings.Contains(err.Error(), `unknown profile "huge"`) {
-		t.Errorf("PlanNamed(huge): %v", err)
 	}
 }

@@ -18,10 +18,7 @@ import (
 // that has not finished after two minutes is a deadlock (the Go backend's parallel executors
 // once held every worker a large product in a While body waited for); this is not a timing.
 func TestStepsFinish(t *testing.T) {
-	profile, err := mechanism.StepTimeProfile("full")
-	if err != nil {
-		t.Fatal(err)
-	}
+	profile := mechanism.PaperStepTime()
 	for _, config := range []string{"", "go:ops_sequential"} {
 		be, err := backend.NewWithConfig(config)
 		if err != nil {

@@ -138,10 +138,14 @@ func (c Config) Validate(trainSet, evalSet *features.Set) (classes int, err erro
 }
 
 // Run trains a freshly initialised model on trainSet and evaluates it on evalSet, on backend be.
-// Errors in the configuration or the data are returned before any computation.
+// Errors in the configuration or the data, and a run whose estimated memory exceeds the
+// machine's (CheckMemory), are returned before any computation.
 func Run(be compute.Backend, cfg Config, trainSet, evalSet *features.Set) (*Trace, error) {
 	classes, err := cfg.Validate(trainSet, evalSet)
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckMemory(cfg, trainSet.N, evalSet.N, trainSet.D, classes); err != nil {
 		return nil, err
 	}
 	var trace *Trace

@@ -16,7 +16,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/fgn-paper/fgn/features"
+	"github.com/fgn-paper/fgn/internal/filehash"
 )
 
 // Module is the path of this Go module.
@@ -103,7 +103,7 @@ func Code() (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("buildinfo: locating the executable: %w", err)
 		}
-		sum, err := features.FileSHA256(exe)
+		sum, err := filehash.SHA256(exe)
 		if err != nil {
 			return "", fmt.Errorf("buildinfo: %w", err)
 		}
@@ -159,7 +159,7 @@ func TreeHash(root string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		sum, err := features.FileSHA256(f)
+		sum, err := filehash.SHA256(f)
 		if err != nil {
 			return "", fmt.Errorf("buildinfo: hashing the source tree: %w", err)
 		}

@@ -1,0 +1,242 @@
+package fgn
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/fgn-paper/fgn/internal/ref"
+)
+
+// affineReference holds the exact damped FGN and SGN directions of an affine-head problem,
+// computed in float64 from the definitions alone (no graph code): with x_i = (h_i, 1), a_i = ∇_z s_i
+// and parameters θ = (W, bias) flattened row-major,
+//
+//	g = (1/b) Σ x_i ⊗ (p_i − y_i),   H_FGN = (1/b) Σ q_i (x_i x_iᵀ) ⊗ (a_i a_iᵀ),
+//	H_GGN = (1/b) Σ (x_i x_iᵀ) ⊗ (diag p_i − p_i p_iᵀ),
+//
+// and d = −(H + λI)⁻¹ g by a Cholesky factorisation.
+type affineReference struct {
+	fgn, sgn []float64
+}
+
+func newAffineReference(t *testing.T, p *problem, lambda float64) affineReference {
+	t.Helper()
+	b, d, c := p.b, p.d, p.c
+	n := (d + 1) * c
+	grad := make([]float64, n)
+	hFGN, hGGN := mat.NewSymDense(n, nil), mat.NewSymDense(n, nil)
+	for i := range b {
+		x := append(append([]float64(nil), p.h[i]...), 1)
+		z := make([]float64, c)
+		zMax := math.Inf(-1)
+		for j := range c {
+			z[j] = p.bias[j]
+			for k := range d {
+				z[j] += p.h[i][k] * p.w[k][j]
+			}
+			zMax = math.Max(zMax, z[j])
+		}
+		prob := make([]float64, c)
+		var sum float64
+		for j := range c {
+			prob[j] = math.Exp(z[j] - zMax)
+			sum += prob[j]
+		}
+		star := int(p.labels[i])
+		var pDagger float64
+		for j := range c {
+			prob[j] /= sum
+			if j != star {
+				pDagger += prob[j]
+			}
+		}
+		q := prob[star] * pDagger
+		a := make([]float64, c)
+		for j := range c {
+			a[j] = prob[j] / pDagger
+		}
+		a[star] = -1
+		for k := range d + 1 {
+			for j := range c {
+				y := 0.0
+				if j == star {
+					y = 1
+				}
+				grad[k*c+j] += x[k] * (prob[j] - y) / float64(b)
+			}
+		}
+		for k := range d + 1 {
+			for j := range c {
+				for l := k; l < d+1; l++ {
+					for m := range c {
+						r, s := k*c+j, l*c+m
+						if s < r {
+							continue
+						}
+						xx := x[k] * x[l] / float64(b)
+						cov := -prob[j] * prob[m]
+						if j == m {
+							cov += prob[j]
+						}
+						hFGN.SetSym(r, s, hFGN.At(r, s)+xx*q*a[j]*a[m])
+						hGGN.SetSym(r, s, hGGN.At(r, s)+xx*cov)
+					}
+				}
+			}
+		}
+	}
+	solve := func(h *mat.SymDense) []float64 {
+		for k := range n {
+			h.SetSym(k, k, h.At(k, k)+lambda)
+		}
+		var chol mat.Cholesky
+		if !chol.Factorize(h) {
+			t.Fatal("reference: H + λI is not positive definite")
+		}
+		neg := make([]float64, n)
+		for k := range neg {
+			neg[k] = -grad[k]
+		}
+		var x mat.VecDense
+		if err := chol.SolveVecTo(&x, mat.NewVecDense(n, neg)); err != nil {
+			t.Fatalf("reference solve: %v", err)
+		}
+		return x.RawVector().Data
+	}
+	return affineReference{fgn: solve(hFGN), sgn: solve(hGGN)}
+}
+
+// opaque hides a linearisation's whileSafe mark and closed-form Gram, so that CG runs unrolled
+// and masked on its products (see inWhileLoop).
+type opaque struct{ Linearization }
+
+// TestCGToleranceZero runs CG with tolerance 0, so that it iterates until the cap or until it
+// stops at exact convergence or breakdown, on the three row operators and solvers (FGN with the
+// closed-form Gram in a While loop, FGN matrix-free and SGN each in a While loop and unrolled)
+// under both stopping rules, in float32 and float64 with caps up to 500, on random affine-head
+// problems. Every direction and residual must be finite, the iteration count at most the cap,
+// and the direction within tol of the exact damped solve computed in float64 from the
+// definitions (newAffineReference).
+func TestCGToleranceZero(t *testing.T) {
+	const lambda = 1.0
+	type solver struct {
+		name string
+		sgn  bool
+		dir  func(lin Linearization, labels *Node, cfg Settings) *Direction
+	}
+	solvers := []solver{
+		{"FGN (closed-form Gram)", false, func(lin Linearization, labels *Node, cfg Settings) *Direction {
+			return FGNDirection(lin, labels, nil, cfg)
+		}},
+		{"FGN (matrix-free)", false, func(lin Linearization, labels *Node, cfg Settings) *Direction {
+			return FGNDirection(lin, labels, nil, matrixFree(cfg))
+		}},
+		{"FGN (matrix-free) unrolled", false, func(lin Linearization, labels *Node, cfg Settings) *Direction {
+			return FGNDirection(opaque{lin}, labels, nil, matrixFree(cfg))
+		}},
+		{"SGN", true, func(lin Linearization, labels *Node, cfg Settings) *Direction {
+			return SGNDirection(lin, labels, nil, cfg)
+		}},
+		{"SGN unrolled", true, func(lin Linearization, labels *Node, cfg Settings) *Direction {
+			return SGNDirection(opaque{lin}, labels, nil, cfg)
+		}},
+	}
+	rules := []StoppingRule{StopParameterResidual, StopWhitenedRowResidual}
+	for _, tc := range []struct {
+		dtype dtypes.DType
+		tol   float64
+	}{{dtypes.Float32, 1e-5}, {dtypes.Float64, 1e-12}} {
+		for _, maxIter := range []int{50, 500} {
+			for seed := uint64(1); seed <= 13; seed++ {
+				p := newProblem(seed, 4+int(seed), 3+int(seed%5), 3+int(seed%4), 2, 1)
+				name := fmt.Sprintf("%s/cap=%d/seed=%d", tc.dtype, maxIter, seed)
+				t.Run(name, func(t *testing.T) {
+					exact := newAffineReference(t, p, lambda)
+					cfg := DefaultSettings()
+					cfg.Damping = lambda
+					cfg.CG = CGSettings{MaxIterations: maxIter, Tolerance: 0}
+					out := run(t, func(in []*Node) []*Node {
+						var outs []*Node
+						for _, s := range solvers {
+							for _, rule := range rules {
+								cfg.CG.StoppingRule = rule
+								dir := s.dir(affineLin(in), in[1], cfg)
+								outs = append(outs, flattenVec(dir.D), dir.Iterations, dir.Residual)
+							}
+						}
+						return outs
+					}, p.affineInputs(tc.dtype)...)
+					for i, s := range solvers {
+						for j, rule := range rules {
+							got := out[3*(i*len(rules)+j):]
+							d, its, res := got[0], got[1][0], got[2][0]
+							what := fmt.Sprintf("%s, %s rule: %v iterations, residual %.3g", s.name, rule, its, res)
+							want := exact.fgn
+							if s.sgn {
+								want = exact.sgn
+							}
+							if its > float64(maxIter) || math.IsNaN(res) || math.IsInf(res, 0) {
+								t.Errorf("%s: want ≤ %d iterations and a finite residual", what, maxIter)
+							}
+							check(t, what+": direction vs dense (H + λI)⁻¹(−g)", ref.RelErr(d, want), tc.tol)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestCGBreakdown checks that CG stops at exact convergence, at breakdown and on overflow with
+// its last iterate, in the unrolled and the While loop, under the Euclidean and the C-seminorm
+// test (tolerance 0, cap 10), on diagonal systems C x = rhs whose iterates are known exactly, and
+// that it reports overflow by a NaN residual.
+func TestCGBreakdown(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		dtype     dtypes.DType
+		diag, rhs []float64
+		seminorm  []bool // the tests to run: Euclidean (false), C-seminorm (true; C positive semi-definite)
+		x         []float64
+		its       float64
+		residual  float64
+	}{
+		// One step solves 2x = rhs exactly: r_1 = 0.
+		{"exact convergence", dtypes.Float64, []float64{2, 2}, []float64{1, -3}, []bool{false, true}, []float64{0.5, -1.5}, 1, 0},
+		// p_0ᵀC p_0 = 0 and < 0: no step is taken.
+		{"pᵀCp = 0", dtypes.Float64, []float64{1, -1}, []float64{1, 1}, []bool{false}, []float64{0, 0}, 0, 1},
+		{"pᵀCp < 0", dtypes.Float32, []float64{1, -2}, []float64{1, 1}, []bool{false}, []float64{0, 0}, 0, 1},
+		// ‖r_0‖² = 2e-46 underflows to 0 in float32 while ‖r_0‖_C² = 2e-16 does not, so the
+		// C-seminorm test fails: no step (the exact solution, 1e-53, is 0 in float32 too).
+		{"‖r‖² underflows", dtypes.Float32, []float64{1e30, 1e30}, []float64{1e-23, 1e-23}, []bool{true}, []float64{0, 0}, 0, 1},
+		// p_0ᵀC p_0 = 2e50 overflows float32: no step, and the residual reports the overflow.
+		{"pᵀCp overflows", dtypes.Float32, []float64{1e30, 1e30}, []float64{1e10, 1e10}, []bool{false}, []float64{0, 0}, 0, math.NaN()},
+	} {
+		for _, seminorm := range tc.seminorm {
+			for _, inLoop := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/seminorm=%v/while=%v", tc.name, seminorm, inLoop), func(t *testing.T) {
+					out := run(t, func(in []*Node) []*Node {
+						diag, rhs := in[0], in[1]
+						sys := cgSystem{curvature: func(v Vec) Vec { return Vec{Mul(diag, v[0])} }, rhs: Vec{rhs}}
+						if seminorm {
+							sys.curvatureNorm = true
+							sys.refNorm2 = ReduceAllSum(Mul(rhs, Mul(diag, rhs))) // ‖rhs‖_C²
+						}
+						sol := solveCG(sys, CGSettings{MaxIterations: 10}, inLoop)
+						return []*Node{sol.X[0], sol.Iterations, sol.Residual}
+					}, cast(tc.diag, tc.dtype), cast(tc.rhs, tc.dtype))
+					residualOK := math.Abs(out[2][0]-tc.residual) <= 1e-6 || math.IsNaN(tc.residual) && math.IsNaN(out[2][0])
+					if ref.RelErr(out[0], tc.x) > 1e-6 || out[1][0] != tc.its || !residualOK {
+						t.Errorf("x = %v after %v iterations, residual %v; want x = %v after %v, residual %v (tolerance 1e-6)",
+							out[0], out[1][0], out[2][0], tc.x, tc.its, tc.residual)
+					}
+				})
+			}
+		}
+	}
+}

@@ -23,12 +23,16 @@ bash .ci/install.sh --browser
 export PATH="$(go env GOPATH)/bin:$PATH"
 jupyter kernelspec list 2>/dev/null | grep -q gonb || { echo "the gonb kernel is not installed" >&2; exit 1; }
 
-echo "== tools/nbbrowser: vet and tests of the driver"
-(cd tools/nbbrowser && go vet ./... && go test ./...)
-
 work=$(mktemp -d)
 server_pid=
+driver_pid=
 cleanup() {
+  # The driver closes the browser itself when signalled; the PID file covers a driver killed hard.
+  if [ -n "$driver_pid" ] && kill -0 "$driver_pid" 2>/dev/null; then
+    kill -TERM "$driver_pid" 2>/dev/null || true
+    for _ in $(seq 20); do kill -0 "$driver_pid" 2>/dev/null || break; sleep 0.5; done
+    kill -KILL "$driver_pid" 2>/dev/null || true
+  fi
   # The notebook server shuts its kernels down on SIGTERM; kernels run in sessions of their own,
   # so each is signalled by its PID (its process group: GoNB and the cell programs it started).
   if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
@@ -47,6 +51,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+echo "== tools/nbbrowser: vet, tests and build of the driver"
+(cd tools/nbbrowser && go vet ./... && go test ./... && go build -o "$work/nbbrowser" .)
+
 status_before=$(git status --porcelain)
 # A copy of the checkout (tracked files as they are in the work tree, and untracked ones that are
 # not ignored) for the server to serve and the front end to save into.
@@ -60,7 +67,7 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 token=$(python3 -c 'import secrets; print(secrets.token_hex(24))')
 root_flag=()
 [ "$(id -u)" = 0 ] && root_flag=(--allow-root)
-# The kernel builds the cells in the clone (its first cell points go.work at the notebooks' parent).
+# The kernel builds the cells in the copy (its first cell points go.work at the notebooks' parent).
 jupyter notebook --no-browser --ip=127.0.0.1 --port="$port" --port-retries=0 \
   --NotebookApp.token="$token" --notebook-dir="$work/repo/notebooks" "${root_flag[@]}" \
   >"$work/server.log" 2>&1 &
@@ -75,9 +82,13 @@ done
 shots="$repo/results/browser"
 start=$(date +%s)
 rc=0
-(cd tools/nbbrowser && go run . -server "http://127.0.0.1:$port" -token "$token" \
+# In the background and waited for, so that a signal to this script runs its trap at once.
+"$work/nbbrowser" -server "http://127.0.0.1:$port" -token "$token" \
   -served "$work/repo/notebooks" -committed "$work/committed" -out "$work/executed" \
-  -screenshots "$shots" -browser-pid "$work/browser.pid") || rc=$?
+  -screenshots "$shots" -browser-pid "$work/browser.pid" &
+driver_pid=$!
+wait "$driver_pid" || rc=$?
+driver_pid=
 echo "browser check of the notebooks: $(( $(date +%s) - start )) s, screenshots in results/browser/"
 
 if ls "$work/executed"/*.ipynb >/dev/null 2>&1; then

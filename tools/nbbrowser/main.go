@@ -218,14 +218,8 @@ func runNotebook(ctx context.Context, browser *rod.Browser, fe frontEnd, o optio
 	if err := screenshot(page, fe, filepath.Join(o.screenshots, strings.TrimSuffix(name, ".ipynb")+".png")); err != nil {
 		return problems, err
 	}
-	for {
-		select {
-		case msg := <-exceptions:
-			problems = append(problems, label(-1, "JavaScript exception: "+msg))
-			continue
-		default:
-		}
-		break
+	for len(exceptions) > 0 {
+		problems = append(problems, label(-1, "JavaScript exception: "+<-exceptions))
 	}
 	return problems, nil
 }

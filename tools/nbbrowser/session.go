@@ -51,6 +51,9 @@ func deleteSession(o options, name string) error {
 	return nil
 }
 
+// client talks to the local notebook server; a request that takes longer is a hung server.
+var client = &http.Client{Timeout: time.Minute}
+
 // call sends a REST request to the server with its token and decodes the JSON answer into v.
 func call(o options, method, path string, v any) error {
 	req, err := http.NewRequest(method, o.server+path, nil)
@@ -58,7 +61,7 @@ func call(o options, method, path string, v any) error {
 		return err
 	}
 	req.Header.Set("Authorization", "token "+o.token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}

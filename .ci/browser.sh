@@ -72,12 +72,16 @@ jupyter notebook --no-browser --ip=127.0.0.1 --port="$port" --port-retries=0 \
   --NotebookApp.token="$token" --notebook-dir="$work/repo/notebooks" "${root_flag[@]}" \
   >"$work/server.log" 2>&1 &
 server_pid=$!
-for _ in $(seq 60); do
-  python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1])' \
-    "http://127.0.0.1:$port/api/status?token=$token" 2>/dev/null && break
-  kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.log" >&2; echo "the notebook server exited" >&2; exit 1; }
+up=false
+for _ in $(seq 120); do
+  if python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1])' \
+    "http://127.0.0.1:$port/api/status?token=$token" 2>/dev/null; then
+    up=true; break
+  fi
+  kill -0 "$server_pid" 2>/dev/null || break
   sleep 0.5
 done
+$up || { cat "$work/server.log" >&2; echo "the notebook server did not start on port $port" >&2; exit 1; }
 
 shots="$repo/results/browser"
 start=$(date +%s)

@@ -13,8 +13,8 @@
 // notebook's session so that its kernel stops. Every problem is reported with its notebook and
 // cell (0-based over all cells, as nbcheck counts).
 //
-// .ci/browser.sh starts the server from a temporary clone and runs this command; it is a module
-// of its own so that go-rod stays out of the library's dependencies.
+// .ci/browser.sh starts the server on a temporary copy of the checkout and runs this command;
+// it is a module of its own so that go-rod stays out of the library's dependencies.
 package main
 
 import (

@@ -93,7 +93,7 @@ def affine_vjp(ht, m):
 
 
 def cg(op, rhs, x0):
-    """Conjugate gradients on a list of tensors, as fgn.CG: at most CG_MAX_ITER iterations, stop
+    """Conjugate gradients on a list of tensors, as fgn/paper.CG: at most CG_MAX_ITER iterations, stop
     when ‖r‖ ≤ CG_TOL‖rhs‖."""
     dot = lambda a, b: sum(torch.dot(x.reshape(-1), y.reshape(-1)) for x, y in zip(a, b))
     if x0 is None:
@@ -414,8 +414,8 @@ def scale_steps(size, classes):
     return max(3, min(40, round(12 * 512 * 4096 / (size * classes))))
 
 
-def scale_report(rows, sgemm, loads, machine, started):
-    """The scale section of BENCHMARKS.md."""
+def scale_report(rows, sgemm, loads, machine, started, steps):
+    """The scale section of BENCHMARKS.md; steps says how many steps each cell timed."""
     go_version, modules = machine["go"]
     lines = [
         SCALE_BEGIN,
@@ -425,15 +425,14 @@ def scale_report(rows, sgemm, loads, machine, started):
         f"`{SCALE_CSV}` and draws it (`go run ./bench/scalefig`). The step of the peer table above at the",
         "shapes of `BenchmarkStepScale` (experiments/train/step_bench_test.go): C ∈ {256, 4096, 32768} at",
         f"b=512 and b ∈ {{128, 512, 2048}} at C=4096; d={DIM}, float32, {THREADS} threads, the same methods,",
-        "hyper-parameters and PyTorch peer. Timed steps per cell: 12 at b=512, C=4096, in inverse",
-        "proportion to b·C elsewhere, between 3 and 40. The sgemm floor is the faster of torch and numpy",
+        f"hyper-parameters and PyTorch peer. Timed steps per cell: {steps}. The sgemm floor is the faster of torch and numpy",
         "for one b×d×C product (best of 10, before and after the steps) times the products a step cannot",
         "avoid: Adam 2, FGN 2 + b/d (the b×b×C margin Gram is b/d of a product), FGN (matrix-free) 12,",
         "SGN 14. Memory columns as in the peer table; parameters + batch is 4·(d·C + C + b·d + b) bytes;",
         "the estimate is what `train.EstimateMemory` (which `fgn train` and `train.Run` check against the",
         "machine's available memory) counts of what the benchmark holds.",
         "",
-        f"- date: {started:%Y-%m-%d %H:%M} UTC; 1-minute load average {loads[0]:.2f} at start, {loads[1]:.2f} at end",
+        f"- date: {started:%Y-%m-%d}; 1-minute load average {loads[0]:.2f} at start, {loads[1]:.2f} at end",
         f"- machine: {machine['cpu']}; {platform.system()} {platform.release()}",
         f"- Go: {go_version}, {modules}, backend: pure Go (default), GOEXPERIMENT=simd",
         f"- PyTorch {torch.__version__}, NumPy {np.__version__}, BLAS: {machine['blas']}",
@@ -468,7 +467,7 @@ def scale_csv(rows, sgemm, loads, machine, started):
     """The scale run as a CSV table in experiments/report's layout (provenance comments, header,
     rows), with the project's method names, for bench/scalefig."""
     go_version, modules = machine["go"]
-    out = [f"# date: {started:%Y-%m-%d %H:%M} UTC",
+    out = [f"# date: {started:%Y-%m-%d}",
            f"# machine: {machine['cpu']}",
            f"# go: {go_version}, {modules}, pure Go backend, GOEXPERIMENT=simd",
            f"# peer: PyTorch {torch.__version__}, {THREADS} threads, BLAS {machine['blas']}",
@@ -531,10 +530,12 @@ def main():
     parser.add_argument("--steps-large", type=int, default=12, help="timed steps at C=4096")
     parser.add_argument("--scale", action="store_true",
                         help="run BenchmarkStepScale's shapes instead and write the scale section, CSV and figure")
+    parser.add_argument("--scale-steps", type=int, default=0,
+                        help="with --scale, timed steps of every cell (default: scale_steps, 3 to 40 by the shape)")
     parser.add_argument("--out", default="BENCHMARKS.md", help="file whose peer (or scale) section is rewritten")
     args = parser.parse_args()
-    if args.steps_small < 1 or args.steps_large < 1:
-        sys.exit("bench/peer.py: --steps-small and --steps-large must be ≥ 1")
+    if args.steps_small < 1 or args.steps_large < 1 or args.scale_steps < 0:
+        sys.exit("bench/peer.py: --steps-small and --steps-large must be ≥ 1, --scale-steps ≥ 0")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     torch.set_num_threads(THREADS)
     started = datetime.datetime.now(datetime.timezone.utc)
@@ -544,7 +545,8 @@ def main():
         binary = os.path.join(tmp, "train.test")
         build_go_test(root, binary)
         if args.scale:
-            rows, sgemm = measure(binary, root, SCALE_SHAPES, scale_steps, True)
+            steps_of = (lambda b, c: args.scale_steps) if args.scale_steps else scale_steps
+            rows, sgemm = measure(binary, root, SCALE_SHAPES, steps_of, True)
         else:
             rows, sgemm = measure(binary, root, [(BATCH, c) for c in CLASSES],
                                   lambda b, c: args.steps_small if c < 1024 else args.steps_large, False)
@@ -553,7 +555,9 @@ def main():
         write_file(os.path.join(root, SCALE_CSV), scale_csv(rows, sgemm, loads, machine, started))
         subprocess.run(["go", "run", "./bench/scalefig", "-csv", SCALE_CSV, "-out", SCALE_FIGURE], cwd=root,
                        env=go_env(root), check=True)
-        section = scale_report(rows, sgemm, loads, machine, started)
+        steps = (f"{args.scale_steps} (--scale-steps)" if args.scale_steps else
+                 "12 at b=512, C=4096, in inverse proportion to b·C elsewhere, between 3 and 40")
+        section = scale_report(rows, sgemm, loads, machine, started, steps)
         write_section(os.path.join(root, args.out), section, SCALE_BEGIN, SCALE_END)
     else:
         section = report(rows, sgemm, loads, machine, started)

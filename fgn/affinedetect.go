@@ -9,19 +9,20 @@ import (
 )
 
 // recogniseAffineHead returns the AffineHead of the logits z when z is affine in the parameters
-// as a dense head,
+// (walk.sources, the trainable variables) as a dense head,
 //
 //	z = h W + 1 bᵀ   or   z = h W,
 //
 // built as GoMLX's nn.Dense (hence layers.Dense and layers.DenseWithBias) builds it: a FusedDense
 // without activation, or a DotGeneral contracting the last axis of h with W's input axis plus the
-// bias reshaped to 1×C; W in either weight layout. The head is exact only when params are
-// params and the features h does not depend on any parameter: no tangent of the parameters
-// reaches h on the walk from the parameters to z that Linearize's forward mode propagates along
-// (StopGradient cuts it, as it cuts the gradient). h may be the input features, or the output of
-// a frozen backbone, of non-trainable variables or behind a StopGradient. Parameters other than W and b then do not reach the logits: their Jacobian is
-// zero, and so is their direction. A head over a trainable layer, or whose W also feeds h (a
-// shared weight), is not one. Otherwise it returns nil and the reason.
+// bias reshaped to 1×C; W in either weight layout. The head is exact only when W and b are
+// parameters and no tangent of the parameters reaches the features h on walk, the walk from the
+// parameters to z along which Linearize's forward mode propagates tangents (StopGradient cuts it,
+// as it cuts the gradient): h may be the input features, or the output of a frozen backbone, of
+// non-trainable variables or behind a StopGradient. Parameters other than W and b then do not
+// reach the logits: their Jacobian is zero, and so is their direction. A head over a trainable
+// layer, or whose W also feeds h (a shared weight), is not one. Otherwise it returns nil and the
+// reason.
 func recogniseAffineHead(z *Node, walk *subgraph) (Linearization, string) {
 	params := Vec(walk.sources)
 	if z.Rank() != 2 {

@@ -11,7 +11,7 @@ import (
 
 // BenchmarkCompatRowDotsLargeKernel reproduces compatRowDotsLargeKernel: the row-wise squared
 // norms of a b×C float32 matrix by a batched DotGeneral, Einsum("ic,ic->i", a, a), against
-// ReduceSum(Square(a), -1), which NewMargin uses, at C = 4096 (b·C at the backend's threshold
+// ReduceSum(Square(a), -1), a reduction of an element-wise product as NewMargin forms it, at C = 4096 (b·C at the backend's threshold
 // for its small-product kernel) and C = 32768 (above it).
 //
 //	GOEXPERIMENT=simd go test -run '^$' -bench CompatRowDots ./fgn

@@ -54,7 +54,10 @@ var benchSteps = []struct {
 //     the collector may release;
 //   - MiB-heap-peak: the largest heap sampled every 200 µs during the timed steps under the
 //     default collector, which lets garbage grow to about the live heap before collecting it
-//     (GOGC=100), so the live peak plus up to as much garbage.
+//     (GOGC=100), so the live peak plus up to as much garbage;
+//   - live-peak/estimate: the live peak over what train.EstimateMemory counts of what the
+//     benchmark holds (a run's estimate less the loaded splits and the evaluator), at most 1
+//     when the estimate bounds it.
 //
 // The compilation's garbage is collected after the warm-up step.
 func BenchmarkStep(b *testing.B) {

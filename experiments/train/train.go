@@ -237,8 +237,8 @@ func run(be compute.Backend, cfg Config, classes int, trainSet, evalSet *feature
 
 // evaluator computes the mean cross-entropy on both splits and the accuracy on the held-out one
 // for the current values of the model's parameters. It takes them as inputs of a plain graph:
-// a backend may embed the variables a non-training graph reads as constants (the pure-Go
-// backend does in gomlx v0.28.16), which would go stale as soon as the steps change them.
+// a non-training graph embeds the variables it reads as constants (see compat.go:
+// compatVariablesAsConstants in package fgn), which would go stale as soon as the steps change them.
 type evaluator struct {
 	exec         *Exec
 	vars         []*model.Variable

@@ -4,13 +4,17 @@
 One command (from the repository root):
 
     bench/peer.py            # or: /usr/bin/python3 bench/peer.py [--steps-small N] [--steps-large N]
+    bench/peer.py --scale    # the growth axes: BenchmarkStepScale's shapes, table and figure
 
 It builds the experiments/train test binary in the SIMD build (GOEXPERIMENT=simd) with go.mod's
 toolchain (GOTOOLCHAIN set from its toolchain line, as .ci/toolchain.sh does), then for every
-C and every method runs BenchmarkStep/C=<C>/<method> and the same step in PyTorch (float32, 2 threads),
-alternating the two so that both see the same load, measures the sgemm roofline (one b×d×C
-product) with torch and numpy, and rewrites the peer section of BENCHMARKS.md with the ratio
-table, the machine, versions, date and load averages.
+shape and every method runs the Go benchmark (BenchmarkStep/C=<C>/<method> at b=512; with
+--scale, BenchmarkStepScale/b=<b>/C=<C>/<method>) and the same step in PyTorch (float32,
+2 threads), alternating the two so that both see the same load, measures the sgemm roofline
+(one b×d×C product) with torch and numpy, and rewrites the peer section of BENCHMARKS.md (with
+--scale, its scale section) with the ratio table, the machine, versions, date and load
+averages. --scale also writes the measurements to bench/step_scale.csv and draws them with
+`go run ./bench/scalefig` (bench/step_scale.{svg,png,pdf}, the project's plot style).
 
 Requirements (Debian; a development tool, never a runtime dependency of the project):
     apt-get install python3-torch python3-numpy python3-threadpoolctl libopenblas0-pthread
@@ -57,6 +61,11 @@ from threadpoolctl import threadpool_info  # noqa: E402
 
 BATCH, DIM = 512, 2048
 CLASSES = (256, 4096)
+# BenchmarkStepScale's shapes (experiments/train/step_bench_test.go's scaleShapes), (b, C).
+SCALE_SHAPES = ((512, 256), (512, 4096), (512, 32768), (128, 4096), (2048, 4096))
+# The method names of the Go benchmarks and the project's names for them (experiments/method).
+METHOD_IDS = {"Adam": "adam", "SGN": "sgn", "FGN": "fgn", "FGNMatrixFree": "fgn-matrix-free"}
+METHOD_LABELS = {"Adam": "Adam", "SGN": "SGN", "FGN": "FGN (closed-form Gram)", "FGNMatrixFree": "FGN (matrix-free)"}
 METHODS = ("Adam", "SGN", "FGN", "FGNMatrixFree")
 ADAM_LR, STEP_SIZE, LAMBDA, CG_MAX_ITER, CG_TOL = 1e-3, 1.0, 1.0, 5, 1e-5
 SATURATION_FLOOR = float(np.finfo(np.float32).eps) ** 2
@@ -84,7 +93,7 @@ def affine_vjp(ht, m):
 
 
 def cg(op, rhs, x0):
-    """Conjugate gradients on a list of tensors, as fgn.CG: at most CG_MAX_ITER iterations, stop
+    """Conjugate gradients on a list of tensors, as fgn/paper.CG: at most CG_MAX_ITER iterations, stop
     when ‖r‖ ≤ CG_TOL‖rhs‖."""
     dot = lambda a, b: sum(torch.dot(x.reshape(-1), y.reshape(-1)) for x, y in zip(a, b))
     if x0 is None:
@@ -212,16 +221,16 @@ class Step:
         return float(loss)
 
 
-def batch(classes):
+def batch(size, classes):
     gen = torch.Generator().manual_seed(1)
-    h = torch.randn(BATCH, DIM, generator=gen)
-    y = torch.randint(0, classes, (BATCH,), generator=gen)
+    h = torch.randn(size, DIM, generator=gen)
+    y = torch.randint(0, classes, (size,), generator=gen)
     return h, y
 
 
-def time_torch(method, classes, steps):
-    """Mean ms of `steps` steps after one warm-up step."""
-    h, y = batch(classes)
+def time_torch(method, size, classes, steps):
+    """Mean ms of `steps` steps after one warm-up step, at batch size `size`."""
+    h, y = batch(size, classes)
     step = Step(method, h, y, classes)
     step()
     start = time.perf_counter()
@@ -230,9 +239,9 @@ def time_torch(method, classes, steps):
     return 1e3 * (time.perf_counter() - start) / steps
 
 
-def sgemm_ms(classes, repeats=10):
+def sgemm_ms(size, classes, repeats=10):
     """Best-of-repeats ms of one b×d×C float32 product with torch and with numpy."""
-    h, _ = batch(classes)
+    h, _ = batch(size, classes)
     w = torch.randn(DIM, classes)
     out = {}
     for name, a, b in (("torch", h, w), ("numpy", h.numpy(), w.numpy())):
@@ -264,20 +273,27 @@ def build_go_test(root, out):
                    env=go_env(root, GOEXPERIMENT="simd"), check=True)
 
 
-GO_LINE = re.compile(r"^BenchmarkStep/C=(\d+)/(\w+)-\d+\s+\d+\s+(.*)$")
+GO_LINE = re.compile(r"^Benchmark\w+/\S+-\d+\s+\d+\s+(.*)$")
 
 
-def time_go(binary, root, method, classes, steps):
-    """Runs BenchmarkStep/C=<classes>/<method> for `steps` steps; returns its metrics."""
-    pattern = f"^BenchmarkStep$/^C={classes}$/^{method}$"
+def go_benchmark(size, classes, method, scale):
+    """The name of the Go benchmark of one cell: BenchmarkStepScale's with --scale, else BenchmarkStep's."""
+    if scale:
+        return f"BenchmarkStepScale/b={size}/C={classes}/{method}"
+    return f"BenchmarkStep/C={classes}/{method}"
+
+
+def time_go(binary, root, name, steps):
+    """Runs the Go benchmark `name` (go_benchmark) for `steps` steps; returns its metrics."""
+    pattern = "/".join(f"^{part}$" for part in name.split("/"))
     proc = subprocess.run([binary, "-test.run", "^$", "-test.bench", pattern, "-test.benchtime", f"{steps}x"],
-                          cwd=os.path.join(root, "experiments", "train"), capture_output=True, text=True, timeout=600)
+                          cwd=os.path.join(root, "experiments", "train"), capture_output=True, text=True, timeout=1800)
     for line in proc.stdout.splitlines():
         match = GO_LINE.match(line)
         if match:
-            fields = match.group(3).split()
+            fields = match.group(1).split()
             return {unit: float(value) for value, unit in zip(fields[::2], fields[1::2])}
-    sys.exit(f"bench/peer.py: BenchmarkStep/C={classes}/{method} printed no result:\n{proc.stdout}\n{proc.stderr}")
+    sys.exit(f"bench/peer.py: {name} printed no result:\n{proc.stdout}\n{proc.stderr}")
 
 
 # ---------------------------------------------------------------- report
@@ -319,6 +335,15 @@ def ratio(a, b):
     return f"{a / b:.2f}"
 
 
+def floor_products(method, size):
+    """The b×d×C products a step cannot avoid, in units of one (the sgemm floor's multiple): Adam 2
+    (logits, hᵀ(p−y)); FGN 2 + b/d (logits, one back-projection, the b×b×C margin Gram); FGN
+    matrix-free 12 (logits; 2 per CG iteration; one back-projection); SGN 14 (logits; 2 for the warm
+    start's residual; 2 per CG iteration; the gradient)."""
+    return {"Adam": 2, "FGN": 2 + size / DIM, "FGNMatrixFree": 2 + 2 * CG_MAX_ITER,
+            "SGN": 4 + 2 * CG_MAX_ITER}[method]
+
+
 def report(rows, sgemm, loads, machine, started):
     go_version, modules = machine["go"]
     lines = [
@@ -349,9 +374,8 @@ def report(rows, sgemm, loads, machine, started):
         "| C | method | Go ms | PyTorch ms | Go / PyTorch | sgemm floor ms | Go / floor | Go live peak MiB | live peak / (params+batch) | Go heap peak MiB | load |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    floors = {"Adam": 2, "FGN": 2.25, "FGNMatrixFree": 12, "SGN": 14}
     for r in rows:
-        floor = floors[r["method"]] * min(sgemm[r["classes"]].values())
+        floor = floor_products(r["method"], BATCH) * min(sgemm[(BATCH, r["classes"])].values())
         lines.append(
             f"| {r['classes']} | {r['method']} | {r['go']['ms/step']:.1f} | {r['torch']:.1f} | "
             f"{ratio(r['go']['ms/step'], r['torch'])} | {floor:.1f} | {ratio(r['go']['ms/step'], floor)} | "
@@ -364,9 +388,9 @@ def report(rows, sgemm, loads, machine, started):
                      f"FGN / SGN = {ratio(by[(c, 'FGN')], by[(c, 'SGN')])}")
     lines += ["", "sgemm (one b×d×C float32 product, best of 10 before and after the steps):", ""]
     for c in CLASSES:
-        flops = 2 * BATCH * DIM * c
-        lines.append(f"- C={c}: torch {sgemm[c]['torch']:.1f} ms ({flops / sgemm[c]['torch'] / 1e6:.0f} GFLOP/s), "
-                     f"numpy {sgemm[c]['numpy']:.1f} ms ({flops / sgemm[c]['numpy'] / 1e6:.0f} GFLOP/s)")
+        flops, ms = 2 * BATCH * DIM * c, sgemm[(BATCH, c)]
+        lines.append(f"- C={c}: torch {ms['torch']:.1f} ms ({flops / ms['torch'] / 1e6:.0f} GFLOP/s), "
+                     f"numpy {ms['numpy']:.1f} ms ({flops / ms['numpy'] / 1e6:.0f} GFLOP/s)")
     lines += ["", "Memory, above the Go heap before the benchmark allocated anything (parameters + batch is",
               "4·(d·C + C + b·d + b) bytes): the live peak is the largest heap read right after each of",
               "back-to-back collections over 3 untimed steps, what a step holds (parameters, batch, layouts,",
@@ -378,30 +402,140 @@ def report(rows, sgemm, loads, machine, started):
     return "\n".join(lines) + "\n"
 
 
-def write_section(path, section):
+SCALE_BEGIN = "<!-- bench/peer.py --scale: begin -->"
+SCALE_END = "<!-- bench/peer.py --scale: end -->"
+SCALE_CSV = os.path.join("bench", "step_scale.csv")
+SCALE_FIGURE = os.path.join("bench", "step_scale")
+
+
+def scale_steps(size, classes):
+    """Timed steps of a scale cell: 12 at b=512, C=4096, in inverse proportion to b·C elsewhere,
+    between 3 and 40."""
+    return max(3, min(40, round(12 * 512 * 4096 / (size * classes))))
+
+
+def scale_report(rows, sgemm, loads, machine, started, steps):
+    """The scale section of BENCHMARKS.md; steps says how many steps each cell timed."""
+    go_version, modules = machine["go"]
+    lines = [
+        SCALE_BEGIN,
+        "## Step time as the work grows: classes and batch",
+        "",
+        "Written by `bench/peer.py --scale` (one run; regenerate with that command), which also writes",
+        f"`{SCALE_CSV}` and draws it (`go run ./bench/scalefig`). The step of the peer table above at the",
+        "shapes of `BenchmarkStepScale` (experiments/train/step_bench_test.go): C ∈ {256, 4096, 32768} at",
+        f"b=512 and b ∈ {{128, 512, 2048}} at C=4096; d={DIM}, float32, {THREADS} threads, the same methods,",
+        f"hyper-parameters and PyTorch peer. Timed steps per cell: {steps}. The sgemm floor is the faster of torch and numpy",
+        "for one b×d×C product (best of 10, before and after the steps) times the products a step cannot",
+        "avoid: Adam 2, FGN 2 + b/d (the b×b×C margin Gram is b/d of a product), FGN (matrix-free) 12,",
+        "SGN 14. Memory columns as in the peer table; parameters + batch is 4·(d·C + C + b·d + b) bytes;",
+        "the estimate is what `train.EstimateMemory` (which `fgn train` and `train.Run` check against the",
+        "machine's available memory) counts of what the benchmark holds.",
+        "",
+        f"- date: {started:%Y-%m-%d}; 1-minute load average {loads[0]:.2f} at start, {loads[1]:.2f} at end",
+        f"- machine: {machine['cpu']}; {platform.system()} {platform.release()}",
+        f"- Go: {go_version}, {modules}, backend: pure Go (default), GOEXPERIMENT=simd",
+        f"- PyTorch {torch.__version__}, NumPy {np.__version__}, BLAS: {machine['blas']}",
+        "",
+        f"![ms per step against C and against b]({SCALE_FIGURE.replace(os.sep, '/')}.png)",
+        "",
+        "| b | C | method | Go ms | PyTorch ms | Go / PyTorch | sgemm floor ms | Go / floor | Go live peak MiB | live peak / (params+batch) | live peak / estimate | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        floor = floor_products(r["method"], r["batch"]) * min(sgemm[(r["batch"], r["classes"])].values())
+        lines.append(
+            f"| {r['batch']} | {r['classes']} | {METHOD_LABELS[r['method']]} | {r['go']['ms/step']:.1f} | "
+            f"{r['torch']:.1f} | {ratio(r['go']['ms/step'], r['torch'])} | {floor:.1f} | "
+            f"{ratio(r['go']['ms/step'], floor)} | {r['go']['MiB-live-peak']:.0f} | "
+            f"{r['go']['live-peak/(params+batch)']:.1f} | {r['go']['live-peak/estimate']:.2f} | {r['load']:.2f} |")
+    by = {(r["batch"], r["classes"], r["method"]): r["go"]["ms/step"] for r in rows}
+    lines += ["", "FGN (closed-form Gram) against the other Go steps (same run):", ""]
+    for b, c in SCALE_SHAPES:
+        lines.append(f"- b={b}, C={c}: FGN / Adam = {ratio(by[(b, c, 'FGN')], by[(b, c, 'Adam')])}, "
+                     f"FGN / SGN = {ratio(by[(b, c, 'FGN')], by[(b, c, 'SGN')])}")
+    lines += ["", "sgemm (one b×d×C float32 product, best of 10 before and after the steps):", ""]
+    for b, c in SCALE_SHAPES:
+        flops, ms = 2 * b * DIM * c, sgemm[(b, c)]
+        lines.append(f"- b={b}, C={c}: torch {ms['torch']:.1f} ms ({flops / ms['torch'] / 1e6:.0f} GFLOP/s), "
+                     f"numpy {ms['numpy']:.1f} ms ({flops / ms['numpy'] / 1e6:.0f} GFLOP/s)")
+    lines.append(SCALE_END)
+    return "\n".join(lines) + "\n"
+
+
+def scale_csv(rows, sgemm, loads, machine, started):
+    """The scale run as a CSV table in experiments/report's layout (provenance comments, header,
+    rows), with the project's method names, for bench/scalefig."""
+    go_version, modules = machine["go"]
+    out = [f"# date: {started:%Y-%m-%d}",
+           f"# machine: {machine['cpu']}",
+           f"# go: {go_version}, {modules}, pure Go backend, GOEXPERIMENT=simd",
+           f"# peer: PyTorch {torch.__version__}, {THREADS} threads, BLAS {machine['blas']}",
+           f"# load: {loads[0]:.2f} at start, {loads[1]:.2f} at end",
+           "# command: bench/peer.py --scale",
+           "batch,classes,method,go_ms,torch_ms,sgemm_ms,floor_ms,go_live_peak_mib,live_peak_ratio,load"]
+    for r in rows:
+        one = min(sgemm[(r["batch"], r["classes"])].values())
+        out.append(",".join(str(v) for v in (
+            r["batch"], r["classes"], METHOD_IDS[r["method"]], r["go"]["ms/step"], round(r["torch"], 3),
+            round(one, 3), round(floor_products(r["method"], r["batch"]) * one, 3), r["go"]["MiB-live-peak"],
+            r["go"]["live-peak/(params+batch)"], r["load"])))
+    return "\n".join(out) + "\n"
+
+
+def write_section(path, section, begin=SECTION_BEGIN, end=SECTION_END):
+    """Replaces the text between begin and end in path by section (which holds both markers), or
+    appends section."""
     text = ""
     if os.path.exists(path):
         with open(path) as f:
             text = f.read()
-    if SECTION_BEGIN in text and SECTION_END in text:
-        head, rest = text.split(SECTION_BEGIN, 1)
-        text = head + section.rstrip("\n") + rest.split(SECTION_END, 1)[1]
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + section.rstrip("\n") + rest.split(end, 1)[1]
     else:
         text = (text.rstrip("\n") + "\n\n" if text else "# Benchmarks\n\n") + section
+    write_file(path, text)
+
+
+def write_file(path, text):
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         f.write(text)
     os.replace(tmp, path)
 
 
+def measure(binary, root, shapes, steps_of, scale):
+    """Runs every method at every (b, C) of shapes, Go then PyTorch; returns the rows and the
+    sgemm times, measured before and after the steps (the faster kept)."""
+    sgemm = {shape: sgemm_ms(*shape) for shape in shapes}
+    rows = []
+    for b, c in shapes:
+        steps = steps_of(b, c)
+        for method in METHODS:
+            load = load_average()
+            go = time_go(binary, root, go_benchmark(b, c, method, scale), steps)
+            peer = time_torch(method, b, c, steps)
+            rows.append({"batch": b, "classes": c, "method": method, "go": go, "torch": peer, "load": load})
+            print(f"b={b} C={c} {method}: Go {go['ms/step']:.1f} ms, PyTorch {peer:.1f} ms (load {load:.2f})",
+                  flush=True)
+    for shape in shapes:
+        sgemm[shape] = {lib: min(ms, again) for (lib, ms), again in zip(sgemm[shape].items(), sgemm_ms(*shape).values())}
+    return rows, sgemm
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps-small", type=int, default=40, help="timed steps at C=256")
     parser.add_argument("--steps-large", type=int, default=12, help="timed steps at C=4096")
-    parser.add_argument("--out", default="BENCHMARKS.md", help="file whose peer section is rewritten")
+    parser.add_argument("--scale", action="store_true",
+                        help="run BenchmarkStepScale's shapes instead and write the scale section, CSV and figure")
+    parser.add_argument("--scale-steps", type=int, default=0,
+                        help="with --scale, timed steps of every cell (default: scale_steps, 3 to 40 by the shape)")
+    parser.add_argument("--out", default="BENCHMARKS.md", help="file whose peer (or scale) section is rewritten")
     args = parser.parse_args()
-    if args.steps_small < 1 or args.steps_large < 1:
-        sys.exit("bench/peer.py: --steps-small and --steps-large must be ≥ 1")
+    if args.steps_small < 1 or args.steps_large < 1 or args.scale_steps < 0:
+        sys.exit("bench/peer.py: --steps-small and --steps-large must be ≥ 1, --scale-steps ≥ 0")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     torch.set_num_threads(THREADS)
     started = datetime.datetime.now(datetime.timezone.utc)
@@ -410,20 +544,24 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         binary = os.path.join(tmp, "train.test")
         build_go_test(root, binary)
-        sgemm = {c: sgemm_ms(c) for c in CLASSES}
-        rows = []
-        for c in CLASSES:
-            steps = args.steps_small if c < 1024 else args.steps_large
-            for method in METHODS:
-                load = load_average()
-                go = time_go(binary, root, method, c, steps)
-                peer = time_torch(method, c, steps)
-                rows.append({"classes": c, "method": method, "go": go, "torch": peer, "load": load})
-                print(f"C={c} {method}: Go {go['ms/step']:.1f} ms, PyTorch {peer:.1f} ms (load {load:.2f})", flush=True)
-        for c in CLASSES:  # measured again after the steps; the floor keeps the faster
-            sgemm[c] = {lib: min(ms, again) for (lib, ms), again in zip(sgemm[c].items(), sgemm_ms(c).values())}
-    section = report(rows, sgemm, (load_start, load_average()), machine, started)
-    write_section(os.path.join(root, args.out), section)
+        if args.scale:
+            steps_of = (lambda b, c: args.scale_steps) if args.scale_steps else scale_steps
+            rows, sgemm = measure(binary, root, SCALE_SHAPES, steps_of, True)
+        else:
+            rows, sgemm = measure(binary, root, [(BATCH, c) for c in CLASSES],
+                                  lambda b, c: args.steps_small if c < 1024 else args.steps_large, False)
+    loads = (load_start, load_average())
+    if args.scale:
+        write_file(os.path.join(root, SCALE_CSV), scale_csv(rows, sgemm, loads, machine, started))
+        subprocess.run(["go", "run", "./bench/scalefig", "-csv", SCALE_CSV, "-out", SCALE_FIGURE], cwd=root,
+                       env=go_env(root), check=True)
+        steps = (f"{args.scale_steps} (--scale-steps)" if args.scale_steps else
+                 "12 at b=512, C=4096, in inverse proportion to b·C elsewhere, between 3 and 40")
+        section = scale_report(rows, sgemm, loads, machine, started, steps)
+        write_section(os.path.join(root, args.out), section, SCALE_BEGIN, SCALE_END)
+    else:
+        section = report(rows, sgemm, loads, machine, started)
+        write_section(os.path.join(root, args.out), section)
     print(section)
 
 

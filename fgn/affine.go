@@ -11,12 +11,12 @@ import (
 //
 //	J_z (V, v) = h V + 1 vᵀ,       J_zᵀ m = (hᵀ m, 1ᵀ m).
 //
-// It is exact (the logits are linear in (W, b)), costs one b×d×C product per call, and is safe
-// to use inside in-graph loops. Params is (W, bias), or (W) for a head without bias (z = h W,
+// It is exact (the logits are linear in (W, b): LinearInParams), costs one b×d×C product per
+// call, and is safe to use inside in-graph loops (WhileSafe). Params is (W, bias), or (W) for a head without bias (z = h W,
 // J_zᵀ m = hᵀ m). W may also be laid out C×d, as GoMLX's nn.Dense takes it with
 // compute.DenseLayoutOutputsInput (NewDenseHead): then z = h Wᵀ and the W products are
 // transposed. It is a GramLinearization: MarginGram forms the margin Gram in closed form
-// (AffineMarginGram).
+// (appendix F.2).
 //
 // The optimizers build it themselves, from the model's own logits, when they recognise the
 // pattern in a Trainer model (see Optimizer); a model records one with RecordLinearization only
@@ -89,7 +89,12 @@ func biasShape(bias *Node) any {
 }
 
 func (a *AffineHead) Logits() *Node { return a.logits }
-func (a *AffineHead) whileSafe()    {}
+
+// WhileSafe reports true: the products are matrix products of nodes built outside the loop.
+func (a *AffineHead) WhileSafe() bool { return true }
+
+// LinearInParams reports true: the logits are affine in the parameters.
+func (a *AffineHead) LinearInParams() bool { return true }
 
 func (a *AffineHead) Params() Vec {
 	if a.Bias == nil {
@@ -124,8 +129,13 @@ func (a *AffineHead) JVP(v Vec) *Node {
 	return Add(z, ExpandAxes(v[1], 0))
 }
 
-// MarginGram returns AffineMarginGram(h hᵀ + 1, gradS) (h hᵀ for a head without bias), with the
-// feature Gram a.FeatureGram when set, else computed from a.H.
+// MarginGram returns the margin Gram J Jᵀ of the head in closed form (appendix F.2),
+//
+//	G_ij = (h_i·h_j + 1)(a_i·a_j),      a_i = ∇_z s_i (gradS),
+//
+// (h_i·h_j for a head without bias), with the feature Gram taken from a.FeatureGram when set, else
+// computed from a.H. It costs one b×b×C product, where the matrix-free row operator pays two
+// b×d×C products per CG iteration.
 func (a *AffineHead) MarginGram(gradS *Node) *Node {
 	featureGram := a.FeatureGram
 	switch {
@@ -135,7 +145,7 @@ func (a *AffineHead) MarginGram(gradS *Node) *Node {
 	default:
 		featureGram = FeatureGram(a.H)
 	}
-	return AffineMarginGram(featureGram, gradS)
+	return affineMarginGram(featureGram, gradS)
 }
 
 // FeatureGram returns h hᵀ + 1 (b×b) for features h (b×d): the Gram matrix of the affine-head
@@ -145,21 +155,8 @@ func FeatureGram(h *Node) *Node {
 	return AddScalar(Einsum("id,jd->ij", h, h), 1)
 }
 
-// AffineMarginGram returns the unwhitened margin Gram J Jᵀ of the affine head in closed form
-// (appendix F.2), G_ij = (h_i·h_j + 1)(a_i·a_j), with a_i = ∇_z s_i the logit-space margin
-// gradients (gradS, b×C) and featureGram = h hᵀ + 1. It costs one b×b×C product, where the
-// generic path pays two b×d×C products per operator application.
-func AffineMarginGram(featureGram, gradS *Node) *Node {
+// affineMarginGram returns G_ij = (h_i·h_j + 1)(a_i·a_j) (appendix F.2) from featureGram = h hᵀ + 1
+// and the margin gradients a_i = ∇_z s_i (gradS, b×C).
+func affineMarginGram(featureGram, gradS *Node) *Node {
 	return Mul(featureGram, Einsum("ic,jc->ij", gradS, gradS))
-}
-
-// AffineRowGram returns the whitened row Gram K = Q^{1/2} J Jᵀ Q^{1/2} of the affine head,
-// K_ij = √(q_i q_j)(h_i·h_j + 1)(a_i·a_j) (appendix F.2), given the whitening weights sqrtQ.
-// It equals the Gram of the generic FGNRowOperator exactly.
-func AffineRowGram(featureGram, gradS, sqrtQ *Node) *Node {
-	return whitenGram(AffineMarginGram(featureGram, gradS), sqrtQ)
-}
-
-func whitenGram(gram, sqrtQ *Node) *Node {
-	return Mul(gram, Mul(ExpandAxes(sqrtQ, -1), ExpandAxes(sqrtQ, 0)))
 }

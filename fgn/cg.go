@@ -8,34 +8,15 @@ import (
 	"github.com/gomlx/gomlx/support/exceptions"
 )
 
-// CGResult is the outcome of an in-graph CG solve.
-type CGResult struct {
-	// X is the approximate solution.
-	X Vec
-	// Iterations is the number of CG steps applied to reach X (int32 scalar).
+// cgResult is the outcome of an in-graph CG solve: the approximate solution x, the number of CG
+// steps applied to reach it (int32 scalar) and the final relative residual that the stopping
+// test compared with the tolerance (scalar), 0 when the reference norm is 0 and NaN when the
+// right-hand side or the final residual is not finite or CG stopped because a step overflowed the
+// dtype.
+type cgResult struct {
+	X          Vec
 	Iterations *Node
-	// Residual is the final relative residual that the stopping test compared with the
-	// tolerance (scalar), 0 when the reference norm is 0, and NaN when the right-hand side or
-	// the final residual is not finite or CG stopped because a step overflowed the dtype.
-	Residual *Node
-}
-
-// CG solves A x = rhs for a symmetric positive definite operator A by conjugate gradients,
-// starting from x0 (zeros when nil), inside the graph being built. It stops once
-// ‖A x − rhs‖ ≤ Tolerance·‖rhs‖ or after MaxIterations iterations (s.StoppingRule does not
-// apply: the residual is that of the system given), and at exact convergence, breakdown or
-// overflow: it takes the step from x_k with residual r_k and direction p_k only if p_kᵀA p_k is
-// finite and > 0 and β_k = ‖r_{k+1}‖²/‖r_k‖² is finite, and otherwise returns x_k. On finite input
-// it therefore returns a finite iterate whatever the tolerance (0 included), unless the iterates
-// themselves leave the dtype's range. When it stops because p_kᵀA p_k, α_k, r_{k+1} or β_k
-// overflowed, its Residual is NaN.
-//
-// The MaxIterations iterations are unrolled into the graph and an iteration past convergence is masked
-// to a no-op, so op may be any graph function, autodiff products included. (The directions of
-// this package run the same iterations in a While loop, with the same iterates and iteration
-// count, when their operator can be built inside a While body; see whileLoop.)
-func CG(op func(Vec) Vec, rhs, x0 Vec, s CGSettings) CGResult {
-	return solveCG(cgSystem{curvature: op, rhs: rhs, x0: x0}, s, false)
+	Residual   *Node
 }
 
 // cgSystem is the damped system (C + σI) x = rhs that solveCG solves, with C symmetric positive
@@ -60,8 +41,9 @@ func (sys cgSystem) apply(v Vec) (cv, av Vec) {
 
 // solveCG runs CG on sys. With inLoop the iterations run in a GoMLX While loop that exits as soon
 // as the test passes, so on XLA the whole solve stays on the device; sys's operator must then be
-// buildable inside a While body (see whileSafe). Otherwise they are unrolled and masked as
-// described for CG.
+// buildable inside a While body (see WhileSafe). Otherwise they are unrolled into the graph and an
+// iteration past convergence is masked to a no-op, so the operator may be any graph function,
+// autodiff products included.
 //
 // The Euclidean test ‖e_k‖ uses the recurrence's ‖r_k‖², known before iteration k applies the
 // operator, so iteration k runs only if r_k fails the test (MaxIterations operator products at
@@ -74,7 +56,7 @@ func (sys cgSystem) apply(v Vec) (cv, av Vec) {
 // from iteration k−1, and updates the iterate only if the test fails. The last pass only tests:
 // MaxIterations + 1 operator products at most, and the residual reported is always that of the
 // returned iterate.
-func solveCG(sys cgSystem, s CGSettings, inLoop bool) CGResult {
+func solveCG(sys cgSystem, s CGSettings, inLoop bool) cgResult {
 	if err := s.Validate(); err != nil {
 		exceptions.Panicf("%v", err)
 	}
@@ -126,10 +108,11 @@ func solveCG(sys cgSystem, s CGSettings, inLoop bool) CGResult {
 		res2 = state.rr
 	}
 	// A non-finite right-hand side must give a non-finite residual: CG's comparisons are false on
-	// NaN, so its iterate may have stayed at x0, and Max may map NaN to 0 on some backends.
+	// NaN, so its iterate may have stayed at x0, and Max may map NaN to a number (see compat.go:
+	// compatSIMDNaN).
 	residual := Where(GreaterThan(ref, zero), Sqrt(Div(Max(res2, zero), ref)), zero)
 	residual = Where(LogicalAnd(IsFinite(ref), IsFinite(res2)), residual, Scalar(g, dtype, math.NaN()))
-	return CGResult{X: state.x, Iterations: state.k, Residual: residual}
+	return cgResult{X: state.x, Iterations: state.k, Residual: residual}
 }
 
 // cgState is the loop state of CG: iteration count k, iterate x, residual r, direction p,
@@ -140,10 +123,9 @@ type cgState struct {
 	x, r, p, cp             Vec
 }
 
-// flatten lists the state for a While loop, the iterate x last. The pure-Go backend (compute
-// v0.1.3 to v0.1.14) fails ("index out of range") on a graph whose only outputs are early outputs
-// of a While loop (a caller that keeps only the iterate, Direction.Solution); with x the loop's
-// last output it runs.
+// flatten lists the state for a While loop, the iterate x last: a graph whose only outputs are
+// early outputs of the loop fails (a caller that keeps only the iterate, Direction.Solution); with
+// x the loop's last output it runs (see compat.go: compatWhileEarlyOutputs).
 func (st cgState) flatten() []*Node {
 	out := []*Node{st.k, st.rr, st.beta, st.res2, st.stop}
 	for _, v := range []Vec{st.r, st.p, st.cp, st.x} {
@@ -238,17 +220,14 @@ func vecSelect(mask *Node, onTrue, onFalse Vec) Vec {
 // whileLoop runs body while cond holds, as a GoMLX While loop, which exits as soon as the
 // tolerance is met and keeps the whole solve on the device on XLA.
 //
-// Only operators free of autodiff nodes may run in it (AffineHead's products and the closed-form
-// Gram; see inWhileLoop): the pure-Go backend (compute v0.1.3 to v0.1.14) compiles a closure's
-// execution plan before its graph optimiser rewires same-rank broadcasts
-// (ImplicitBroadcastFusion), so a Gradient built inside a While body runs a stale plan ("input 0
-// for node Reshape not computed yet"). CG on any other operator is unrolled instead.
+// Only the closed-form Gram and the products of a WhileSafe linearisation may run in it: the
+// pure-Go backend runs some While bodies with a stale plan, a Gradient built inside one among them
+// (see compat.go: compatWhileGradient). CG on any other operator is unrolled instead.
 //
-// GoMLX (v0.28.3 to v0.28.16) caches scalar constants per graph rather than per function, so a scalar first
-// created inside a closure and later requested by the main function (or a sibling closure) is a
-// node of the wrong scope. Building cond and body once in the main function before the closures
-// (dead code, removed by the backends) puts every scalar they use in the cache as a main-function
-// node, which closures may capture.
+// A scalar constant first created inside a closure and later requested by the main function (or a
+// sibling closure) is a node of the wrong scope (see compat.go: compatScalarCache). Building cond and
+// body once in the main function before the closures (dead code, removed by the backends) puts
+// every scalar they use in the cache as a main-function node, which closures may capture.
 func whileLoop(init cgState, cond func(cgState) *Node, body func(cgState) cgState) cgState {
 	flat := init.flatten()
 	g := flat[0].Graph()

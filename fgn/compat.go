@@ -1,8 +1,10 @@
 package fgn
 
-// Upstream bugs this package works around, one entry each: what fails, the versions checked, and
-// the test in compat_test.go that reproduces it. Each test passes while the bug is present and,
-// once an upgrade fixes it, fails with a message naming the workaround to delete.
+// Upstream bugs this module works around, one entry each: what fails, the workaround and where it
+// is, the versions checked, and the test in compat_test.go (or benchmark) that reproduces it. Each
+// test passes while the bug is present and, once an upgrade fixes it, fails with a message naming
+// the workaround to delete. Call sites name their entry ("see compat.go: compatX");
+// TestCompatCitations checks that every name cited exists and every entry is cited.
 const (
 	// compatConvVJPNotDifferentiable: GoMLX's VJP of ConvGeneral (convGeneralVJP) cannot be
 	// differentiated again: the gradient of its kernel VJP with respect to the cotangent builds a
@@ -20,4 +22,89 @@ const (
 	// its VJP. Checked: gomlx v0.28.16, compute v0.1.14 (pure-Go backend). Test:
 	// TestCompatFusedDenseVJPNoGradient.
 	compatFusedDenseVJPNoGradient = "FusedDenseVJP has no gradient"
+
+	// compatFusedActivationVJPClone: GoMLX's Node.CloneWithInputs of a FusedActivationVJP node
+	// with the activation's input x reads its new inputs as (y, x, dOutput), but the node lists
+	// them (Node.Inputs) as (y, dOutput, x), so a clone given its node's own inputs swaps x and
+	// dOutput and computes another product. subgraph.clone (forward.go) reorders them. Checked:
+	// gomlx v0.28.16. Test: TestCompatFusedActivationVJPClone.
+	compatFusedActivationVJPClone = "FusedActivationVJP clones with x and dOutput swapped"
+
+	// compatRowDotsLargeKernel: the pure-Go backend's DotGeneral runs a batched product of two
+	// vectors per row, such as the row-wise dot products Einsum("ic,ic->i", a, a), on its large
+	// (packed, AVX-512) matrix kernel once b·C exceeds its small-product threshold (2²² flops),
+	// although both cross sizes are 1: for each of the b rows it packs the C×1 operand into
+	// 32-column strips, zeroing the 31 padding columns a byte at a time, and runs 8×32 tiles of
+	// which one entry is used. At b = 512, C = 32768 this made ξ = 1 − ‖ρ‖² cost more than the
+	// step's two b×d×C products. NewMargin forms ‖ρ‖² as Σ_j ρ_j shifted_j / Σ_j shifted_j (the
+	// sum of a product formed in place) instead. Checked: compute v0.1.14, GOEXPERIMENT=simd,
+	// AVX-512. A speed bug, so a benchmark reproduces it, not a test (tests never assert speed):
+	// BenchmarkCompatRowDotsLargeKernel; when its Einsum variant is no slower than its ReduceSum
+	// variant after an upgrade, form ‖ρ‖² with the Einsum again and delete this entry.
+	compatRowDotsLargeKernel = "batched row dot products run on the packed matrix kernel"
+
+	// compatWhileGradient: a Gradient built inside a While body fails on the pure-Go backend
+	// ("input 0 for node Mul not computed yet"): it compiles a closure's execution plan when the
+	// closure is built, before its graph optimiser (ImplicitBroadcastFusion) rewires the consumers
+	// of a same-rank or scalar BroadcastInDim to the broadcast's input, and Gradient builds such
+	// broadcasts of the closure's own nodes. CG runs in a While loop only on operators free of
+	// them (inWhileLoop, whileLoop in cg.go): AffineHead's products, the closed-form Gram, and
+	// Linearize's products when subgraph.closureSafe (forward.go) finds none in the nodes they
+	// clone; it is unrolled on any other. saturatedCoupling (rowspace.go) forms autodiff products
+	// outside its If. Checked: gomlx v0.28.16, compute v0.1.3 to v0.1.14. Test:
+	// TestCompatWhileGradient.
+	compatWhileGradient = "Gradient inside a While body"
+
+	// compatWhileEarlyOutputs: the pure-Go backend fails ("index out of range") on a graph whose only
+	// outputs are early outputs of CG's While loop (neither its first nor its last). cgState.flatten
+	// lists the iterate x last, the output callers keep (cg.go). Checked: compute v0.1.3 to v0.1.14.
+	// Test: TestCompatWhileEarlyOutputs.
+	compatWhileEarlyOutputs = "only early outputs of a While loop"
+
+	// compatScalarCache: GoMLX caches scalar constants per graph rather than per function, so a
+	// scalar first created inside a closure and later requested by the main function is a node of the
+	// wrong scope ("uses a node from a different function scope"). whileLoop (cg.go) and
+	// saturatedCoupling (rowspace.go) build their closures' bodies once in the main function first
+	// (dead code the backends remove). Checked: gomlx v0.28.3 to v0.28.16. Test: TestCompatScalarCache.
+	compatScalarCache = "scalar constants cached per graph, not per function"
+
+	// compatIfCapturedBuffer: the pure-Go backend puts back into its pool a captured buffer that an
+	// If branch has updated in place and returned, so the next step overwrites the values the caller
+	// holds. The experiments' Adam skips a step by neutral scalars, not an If
+	// (experiments/train/adam.go); the library's one If (saturatedCoupling) captures only values read
+	// after it. Seen: compute v0.1.14, on the experiments' Adam step with an If around the update. No
+	// minimal reproduction outside that step is known: TestCompatIfCapturedBuffer is skipped and
+	// says so.
+	compatIfCapturedBuffer = "If releases a captured buffer its branch updated in place"
+
+	// compatParallelExecutorDeadlock: with several graph executors (compute v0.1.14's default of 8)
+	// a large matrix product in a While body waits forever for a worker: the idle executors hold the
+	// pool's slots. fgn/backend runs the pure-Go backend with num_executors=1. Checked: compute
+	// v0.1.14. Test: TestCompatParallelExecutorDeadlock, run only with FGN_COMPAT_SLOW=1 (it passes
+	// after a one-minute timeout, abandoning the deadlocked execution).
+	compatParallelExecutorDeadlock = "parallel executors deadlock on a large product in a While body"
+
+	// compatParallelismRace: the pure-Go backend's option parallelism=-1, which also avoids that
+	// deadlock, made some graphs fail intermittently ("input 0 for node Sub has been released
+	// already"); fgn/backend does not use it. Seen: compute v0.1.14. TestCompatParallelismRace (run
+	// with FGN_COMPAT_SLOW=1: 200 runs of FGN and SGN directions with 8 executors and
+	// parallelism=-1) has not reproduced it on a 2-core machine, so it fails today: a graph that
+	// reproduces it is still to be found, or the entry is to be deleted and the option allowed.
+	compatParallelismRace = "parallelism=-1 releases buffers still in use"
+
+	// compatSIMDNaN: the vectorised kernels of the SIMD build (GOEXPERIMENT=simd) evaluate Exp, Tanh
+	// and Logistic of NaN to numbers (Exp(NaN) = 0 in float32, Tanh(NaN) = −1, Logistic(NaN) = 1).
+	// Finiteness is tested by sums and products, which propagate NaN: Margin's loss tests the
+	// logits' row sums (margin.go), CG's residual its norms (cg.go), Direction.Finite the sums of the
+	// direction (direction.go). Checked: compute v0.1.14. Test: TestCompatSIMDNaN (SIMD build).
+	compatSIMDNaN = "SIMD Exp, Tanh, Logistic map NaN to numbers"
+
+	// compatVariablesAsConstants: a graph not marked as training embeds the variables it reads as
+	// constants, so a step built on it restarts from the same parameters every time, and a compiled
+	// evaluation graph (train.Trainer.EvalStep included) keeps the values of its first call. The
+	// optimizers panic on a parameter that is a constant, naming the fix (variablesOf,
+	// optimizer.go); the experiments' step graphs are training graphs and their evaluator takes the
+	// parameters as inputs (experiments/train step.go, train.go). Checked: gomlx v0.28.16.
+	// Test: TestCompatVariablesAsConstants.
+	compatVariablesAsConstants = "variables of non-training graphs are constants"
 )

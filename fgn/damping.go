@@ -52,16 +52,6 @@ func (ConstantDamping) Next(lambda, _ *Node) *Node     { return lambda }
 func (ConstantDamping) Validate(lambda0 float64) error { return nil }
 func (ConstantDamping) String() string                 { return "constant" }
 
-// Defaults of LevenbergMarquardt, those of somax's trust_region damping.
-const (
-	DefaultLMLowerRho   = 0.25  // ρ below which λ grows
-	DefaultLMUpperRho   = 0.75  // ρ above which λ shrinks
-	DefaultLMIncrease   = 1.5   // growth factor of λ
-	DefaultLMDecrease   = 0.5   // shrink factor of λ
-	DefaultLMMinDamping = 1e-12 // smallest λ
-	DefaultLMMaxDamping = 1e6   // largest λ
-)
-
 // LMDamping is the Levenberg-Marquardt (trust-region) damping rule on the gain ratio ρ of
 // DampingPolicy:
 //
@@ -82,11 +72,10 @@ type LMDamping struct {
 
 var _ DampingPolicy = LMDamping{}
 
-// LevenbergMarquardt returns the Levenberg-Marquardt damping policy with the defaults above:
-// ρ < 0.25 → λ·1.5, ρ > 0.75 → λ·0.5, λ ∈ [1e-12, 1e6].
+// LevenbergMarquardt returns the Levenberg-Marquardt damping policy with the defaults of somax's
+// trust_region damping: ρ < 0.25 → λ·1.5, ρ > 0.75 → λ·0.5, λ ∈ [1e-12, 1e6].
 func LevenbergMarquardt() LMDamping {
-	return LMDamping{LowerRho: DefaultLMLowerRho, UpperRho: DefaultLMUpperRho, Increase: DefaultLMIncrease,
-		Decrease: DefaultLMDecrease, MinDamping: DefaultLMMinDamping, MaxDamping: DefaultLMMaxDamping}
+	return LMDamping{LowerRho: 0.25, UpperRho: 0.75, Increase: 1.5, Decrease: 0.5, MinDamping: 1e-12, MaxDamping: 1e6}
 }
 
 func (LMDamping) Adaptive() bool { return true }
@@ -122,17 +111,6 @@ func (p LMDamping) Validate(lambda0 float64) error {
 	return nil
 }
 
-// ParseDampingPolicy returns the policy named s ("constant" or "lm", the names of String), with
-// its defaults.
-func ParseDampingPolicy(s string) (DampingPolicy, error) {
-	for _, p := range []DampingPolicy{ConstantDamping{}, LevenbergMarquardt()} {
-		if p.String() == s {
-			return p, nil
-		}
-	}
-	return nil, fmt.Errorf("fgn: unknown damping policy %q (want %q or %q)", s, ConstantDamping{}, LevenbergMarquardt())
-}
-
 // StepDamping is the damping telemetry of one optimizer step (scalars in the loss's dtype,
 // Accepted boolean).
 type StepDamping struct {
@@ -147,66 +125,24 @@ type StepDamping struct {
 	Accepted *Node
 }
 
-// LogitsEvaluator is a Linearization that can also evaluate the logit map at other parameters,
-// as adaptive damping needs for the batch loss at the trial point w + s. LinearizeFunc provides
-// it for any model function; the affine head needs no evaluation (its logits are linear in the
-// parameters, z(w + s) = z + J_z s).
-type LogitsEvaluator interface {
-	Linearization
-	// LogitsAt returns the logits (b×C) of the same batch at params, shaped like Params().
-	LogitsAt(params Vec) *Node
-}
-
-// LinearizeFunc is Linearize for the logits fn(params) of a model function fn, which it keeps so
-// that the logits can be evaluated at other parameters (LogitsEvaluator). fn must build the
-// logits of the batch from the given parameter nodes alone (the features captured).
-func LinearizeFunc(fn func(params Vec) *Node, params Vec) LogitsEvaluator {
-	return &funcLinearization{Linearization: Linearize(fn(params), params), fn: fn}
-}
-
-type funcLinearization struct {
-	Linearization
-	fn func(Vec) *Node
-}
-
-func (l *funcLinearization) LogitsAt(params Vec) *Node {
-	own := l.Params()
-	if len(params) != len(own) {
-		exceptions.Panicf("fgn: LogitsAt got %d parameters, the linearisation has %d", len(params), len(own))
-	}
-	for k, p := range params {
-		if !p.Shape().Equal(own[k].Shape()) {
-			exceptions.Panicf("fgn: LogitsAt parameter %d has shape %s, want %s", k, p.Shape(), own[k].Shape())
-		}
-	}
-	return l.fn(params)
-}
-
-// linearInParams marks linearisations whose logits are affine in the parameters, so that
-// z(w + s) = z + J_z s exactly.
-type linearInParams interface{ linearInParams() }
-
-func (a *AffineHead) linearInParams() {}
-
 // checkTrialLogits panics, naming what to use, when an adaptive policy is paired with a
 // linearisation that cannot give the logits at the trial point.
 func checkTrialLogits(lin Linearization, policy DampingPolicy, optimizer string) {
 	if !policy.Adaptive() {
 		return
 	}
-	_, linear := lin.(linearInParams)
 	_, evaluator := lin.(LogitsEvaluator)
-	if !linear && !evaluator {
+	if !linearInParams(lin) && !evaluator {
 		exceptions.Panicf("fgn: %s with %s damping needs the batch loss at the trial point w + αd, which a %T "+
-			"cannot evaluate: use Linearize(logits, params), an AffineHead, or a Linearization with LogitsAt "+
-			"(LogitsEvaluator)", optimizer, policy, lin)
+			"cannot evaluate: use Linearize(logits, params), an AffineHead, or a Linearization that is a "+
+			"LogitsEvaluator or LinearInParams", optimizer, policy, lin)
 	}
 }
 
 // trialLogits returns the logits at the updated parameters w + s: z + J_z s for a linearisation
 // linear in its parameters (zs = J_z s), else LogitsAt(updated).
 func trialLogits(lin Linearization, zs *Node, updated Vec) *Node {
-	if _, ok := lin.(linearInParams); ok {
+	if linearInParams(lin) {
 		return Add(lin.Logits(), zs)
 	}
 	return lin.(LogitsEvaluator).LogitsAt(updated)
@@ -259,21 +195,22 @@ func (o *gnOptimizer) dampingState(scope *model.Scope, dtype dtypes.DType) *mode
 	return v
 }
 
-// scaledLambda returns k·λ as a scalar of dtype: the adaptive policy's state when the optimizer
-// set it, else the constant c.Damping, folded in float64 so that k·λ is rounded once.
-func (c Settings) scaledLambda(g *Graph, dtype dtypes.DType, k float64) *Node {
-	if c.lambdaState != nil {
-		return MulScalar(ConvertDType(c.lambdaState, dtype), k)
+// scaledLambda returns k·λ as a scalar of dtype: λ is lambda, the adaptive policy's state, when
+// not nil, else the constant c.Damping, folded in float64 so that k·λ is rounded once.
+func (c Settings) scaledLambda(lambda *Node, g *Graph, dtype dtypes.DType, k float64) *Node {
+	if lambda != nil {
+		return MulScalar(ConvertDType(lambda, dtype), k)
 	}
 	return Scalar(g, dtype, k*c.Damping)
 }
 
 // stepDamping returns the damping telemetry of the step from w = lin.Params() to updated = w + αd.
-// For an adaptive policy it measures ρ and sets the next λ, kept when the step is not finite.
+// lambdaState is the adaptive policy's λ (nil for a constant λ). For an adaptive policy it
+// measures ρ and sets the next λ, kept when the step is not finite.
 func (o *gnOptimizer) stepDamping(lin Linearization, labels *Node, dir *Direction, alpha *Node, updated Vec,
-	cfg Settings) *StepDamping {
+	lambdaState *Node) *StepDamping {
 	dtype := dir.Loss.DType()
-	lambda := cfg.scaledLambda(dir.Loss.Graph(), dtype, 1)
+	lambda := o.c.s.scaledLambda(lambdaState, dir.Loss.Graph(), dtype, 1)
 	if !o.c.damping.Adaptive() {
 		return &StepDamping{Used: lambda, Next: lambda, Accepted: dir.Finite}
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 // lmCases are the assemblies the damping tests run: FGN's three row operators and SGN, on the
-// affine head and on an MLP linearised with LinearizeFunc.
+// affine head and on an MLP linearised by Linearize.
 var lmCases = []struct {
 	name string
 	opt  func() *GNConfig
@@ -22,9 +22,9 @@ var lmCases = []struct {
 }{
 	{"FGN affine closed form", FGN, false},
 	{"FGN affine matrix-free", func() *GNConfig { return FGN().RowOperator(MatrixFree) }, false},
-	{"FGN mlp LinearizeFunc", FGN, true},
+	{"FGN mlp autodiff", FGN, true},
 	{"SGN affine", SGN, false},
-	{"SGN mlp LinearizeFunc", SGN, true},
+	{"SGN mlp autodiff", SGN, true},
 }
 
 // lmStep is one optimizer step's telemetry, with the flattened direction and parameters.
@@ -89,7 +89,7 @@ func batchLoss(t *testing.T, p *problem, mlp bool, w []float64) float64 {
 }
 
 // TestLMDecreasesMatchDense checks an LM step's telemetry against float64 dense references: the
-// predicted decrease −(α gᵀd + ½α² dᵀH d) with g and H = H_FGN or H_GGN from NewDense, the
+// predicted decrease −(α gᵀd + ½α² dᵀH d) with g and H = H_FGN or H_GGN from the dense forms (newDense), the
 // actual decrease L(w) − L(w + αd) evaluated at the stepped parameters, and ρ their ratio.
 func TestLMDecreasesMatchDense(t *testing.T) {
 	const alpha, lambda = 0.7, 0.3
@@ -97,7 +97,6 @@ func TestLMDecreasesMatchDense(t *testing.T) {
 	for _, tc := range lmCases {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newOptModel(p, tc.mlp, false)
-			m.modelFunc = true
 			opt := tc.opt().LearningRate(alpha).Damping(lambda).DampingPolicy(LevenbergMarquardt()).Done()
 			s := m.lmSteps(t, opt, p, 1)[0]
 			dn := runDense(t, p, tc.mlp)
@@ -154,7 +153,6 @@ func TestLMAdapts(t *testing.T) {
 	for _, tc := range lmCases {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newOptModel(p, tc.mlp, false)
-			m.modelFunc = true
 			opt := tc.opt().LearningRate(1.5).Damping(1e-2).CGMaxIterations(20).DampingPolicy(policy).Done()
 			trace := m.lmSteps(t, opt, p, steps)
 			var ups, downs, rejected int
@@ -275,19 +273,11 @@ func TestDampingErrors(t *testing.T) {
 			t.Errorf("Validate() = %v, want an error about %q", err, tc.want)
 		}
 	}
-	for _, name := range []string{"constant", "lm"} {
-		if p, err := ParseDampingPolicy(name); err != nil || p.String() != name {
-			t.Errorf("ParseDampingPolicy(%q) = %v, %v", name, p, err)
-		}
-	}
-	if _, err := ParseDampingPolicy("trust"); err == nil || !strings.Contains(err.Error(), `"constant" or "lm"`) {
-		t.Errorf("ParseDampingPolicy(trust): error %v", err)
-	}
 
 	// An adaptive policy with a linearisation that cannot evaluate the trial logits is a
 	// graph-building error naming what to use.
 	p := newProblem(44, 6, 4, 3, 3, 1)
-	const want = "use Linearize(logits, params), an AffineHead, or a Linearization with LogitsAt"
+	const want = "use Linearize(logits, params), an AffineHead, or a Linearization that is a LogitsEvaluator or LinearInParams"
 	m := newOptModel(p, true, false)
 	_, err := model.MustNewExec(testBackend, m.store, func(scope *model.Scope, h, labels *Node) *Node {
 		scope.Store().SetTraining(h.Graph(), true) // a step graph: the variables are its inputs

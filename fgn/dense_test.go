@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 
 	"github.com/fgn-paper/fgn/internal/ref"
 )
 
-// denseOut runs NewDense for an MLP or affine problem and returns its fields as flat slices.
+// denseOut runs newDense for an MLP or affine problem and returns its fields as flat slices.
 type denseOut struct {
 	jz, js, grad, cov, kept, droppedOut, ggn, fgn, dropped, q, pDagger, rho, xi []float64
 	d                                                                           int
@@ -22,8 +23,7 @@ func runDense(t *testing.T, p *problem, mlp bool) denseOut {
 		lin, inputs = mlpLin, p.mlpInputs(dtypes.Float64)
 	}
 	out := run(t, func(in []*Node) []*Node {
-		dn := NewDense(lin(in), in[1])
-		m := dn.Margin
+		dn, m := newDense(lin(in), in[1])
 		return []*Node{dn.JZ, dn.JS, dn.Grad, dn.Cov, dn.Kept, dn.DroppedOut, dn.GGN, dn.FGN, dn.Dropped,
 			m.Q, m.PDagger, m.Rho, m.Xi}
 	}, inputs...)
@@ -80,7 +80,9 @@ func TestProposition32(t *testing.T) {
 		labels := []int32{0, 1}
 		out := run(t, func(in []*Node) []*Node {
 			m := NewMargin(in[0], in[1])
-			cov := Sub(diagEmbed(m.Rho), outer(m.Rho))
+			cov := Sub(Mul(ExpandAxes(m.Rho, -1), ExpandAxes(ConvertDType(Equal(Iota(in[0].Graph(), shapes.Make(dtypes.Int32, 4, 4), 0),
+				Iota(in[0].Graph(), shapes.Make(dtypes.Int32, 4, 4), 1)), dtypes.Float64), 0)),
+				Mul(ExpandAxes(m.Rho, -1), ExpandAxes(m.Rho, 1)))
 			return []*Node{m.Xi, cov}
 		}, logits, labels)
 		check(t, "ρ one-hot ⇒ ξ = 0", ref.MaxAbs(out[0]), 1e-300)

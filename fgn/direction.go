@@ -23,15 +23,11 @@ type Direction struct {
 	// Solution is the CG solution, the state a warm start carries to the next step: the row-space
 	// vector u (b) for FGN, the direction itself for SGN.
 	Solution Vec
-	// RowRHS is, for FGN, the right-hand side of the whitened row system that Solution
-	// approximately solves: r̃ = Q^{-1/2} r (eq. 4.6) when no row is saturated (see FGNDirection);
-	// nil for SGN.
-	RowRHS *Node
 	// Finite is true (boolean scalar) when the loss, the CG residual and every entry of D are
 	// finite (and D's entries do not sum beyond the dtype's range). A NaN or ±Inf in the batch
 	// or the parameters reaches one of them through sums and products alone (the loss tests
 	// the logits' row sums, the residual the right-hand side's norm), whatever a backend's Exp
-	// or Max make of a NaN. The optimizers take a step only when it holds.
+	// or Max make of a NaN (see compat.go: compatSIMDNaN). The optimizers take a step only when it holds.
 	Finite *Node
 	// Damping is the damping telemetry of an optimizer step (UpdateGraphWithLinearization); nil
 	// for a direction computed on its own.
@@ -39,6 +35,10 @@ type Direction struct {
 	// Linearization names the linearisation of a Trainer step (Optimizer's UpdateGraph); empty
 	// for a direction computed from a linearisation given by the caller.
 	Linearization LinearizationKind
+
+	// rowRHS is, for FGN, the right-hand side of the whitened row system that Solution
+	// approximately solves: r̃ = Q^{-1/2} r (eq. 4.6) when no row is saturated; nil for SGN.
+	rowRHS *Node
 }
 
 // LinearizationKind names how an optimizer step in train.Trainer linearised the logits.
@@ -65,16 +65,6 @@ func LossGradient(lin Linearization, labels *Node) (loss *Node, grad Vec) {
 	return ReduceAllMean(m.Loss), m.Gradient(lin)
 }
 
-// Gradient returns the gradient g = (1/b) Jᵀ p_† (eqs. 2.11, 3.8) of the mean cross-entropy of
-// the batch whose margin quantities are m, with one VJP of lin, the linearisation of the logits
-// m was computed from. A caller that needs other margin quantities besides the gradient (as
-// LossGradient needs the loss) computes the margin once and calls it.
-func (m *Margin) Gradient(lin Linearization) Vec {
-	b := float64(m.S.Shape().Dim(0))
-	j := MarginJacobian{Lin: lin, GradS: m.GradS}
-	return j.VJP(MulScalar(m.PDagger, 1/b)) // scaled in row space: b entries, not the parameters
-}
-
 // rowStart is the CG start of the row-space solve: nil (zero) or {u0}.
 func rowStart(u0 *Node) Vec {
 	if u0 == nil {
@@ -83,12 +73,12 @@ func rowStart(u0 *Node) Vec {
 	return Vec{u0}
 }
 
-// AllFinite returns a boolean scalar that holds when every entry of every tensor of v (not empty)
+// allFinite returns a boolean scalar that holds when every entry of every tensor of v (not empty)
 // is finite. It makes one sum per tensor: a NaN or ±Inf entry makes the sum NaN or ±Inf. (A sum of
 // finite entries that overflows also counts as not finite: such a step is no step either.)
-func AllFinite(v Vec) *Node {
+func allFinite(v Vec) *Node {
 	if len(v) == 0 {
-		exceptions.Panicf("fgn.AllFinite: no tensor given")
+		exceptions.Panicf("fgn: allFinite of no tensor")
 	}
 	finite := IsFinite(ReduceAllSum(v[0]))
 	for _, x := range v[1:] {
@@ -97,9 +87,9 @@ func AllFinite(v Vec) *Node {
 	return finite
 }
 
-func newDirection(d Vec, m *Margin, sol CGResult) *Direction {
+func newDirection(d Vec, m *Margin, sol cgResult) *Direction {
 	loss := ReduceAllMean(m.Loss)
-	finite := LogicalAnd(LogicalAnd(IsFinite(loss), IsFinite(sol.Residual)), AllFinite(d))
+	finite := LogicalAnd(LogicalAnd(IsFinite(loss), IsFinite(sol.Residual)), allFinite(d))
 	return &Direction{
 		Finite:      finite,
 		D:           d,

@@ -13,27 +13,33 @@
 //
 // # The paper, file by file
 //
-//   - margin.go, section 2: Margin, the per-example margin quantities s, p_★, p_†, q, ρ, ξ, ∇_z s
-//     and the loss φ(s).
-//   - curvature.go, section 3: the margin Jacobian J (MarginJacobian), the FGN operator in
-//     parameter space (FGNOperator) and in row space (FGNRowOperator); dense.go holds the dense
-//     forms (H_GGN, H_FGN, the dropped term) for checks on small problems.
+//   - margin.go, section 2: Margin, the per-example margin quantities s, p_★, p_†, q, ρ, ξ, ∇_z s,
+//     the loss φ(s) and the batch gradient (Margin.Gradient).
+//   - curvature.go, section 3: the margin Jacobian J = ∇_z sᵀ J_z (eq. 2.9) that FGN's curvature
+//     H_FGN = JᵀQJ/b (eq. 3.8) is built from.
 //   - rowspace.go, section 4: FGNDirection, one whitened row-space solve for both row operators,
-//     with CG's stopping rule (cg.go: CG, StoppingRule), and GramLinearization, through which a
+//     with CG's stopping rule (cg.go, StoppingRule), and GramLinearization, through which a
 //     model supplies its margin Gram in closed form.
-//   - affine.go, appendix F.2: AffineHead and its closed-form Grams (FeatureGram,
-//     AffineMarginGram, AffineRowGram); linearize.go: Linearization and Linearize, whose J_z v is
-//     forward mode on the built graph (forward.go: the walk from the parameters to the logits,
-//     one tangent rule per op type, and the clone that evaluates the logits elsewhere);
-//     affinedetect.go: the affine head the optimizers recognise on that walk.
-//   - sgn.go: the SGN baseline, SGNDirection and GGNOperator.
-//   - direction.go: Direction, the step and its diagnostics, and the batch gradient
-//     (LossGradient, Margin.Gradient).
-//   - settings.go: Settings, the one settings type, and its defaults (DefaultSettings).
+//   - affine.go, appendix F.2: AffineHead and its closed-form Gram (FeatureGram);
+//     linearize.go: Linearization and Linearize, whose J_z v is forward mode on the built graph
+//     (forward.go: the walk from the parameters to the logits, one tangent rule per op type, and
+//     the clone that evaluates the logits elsewhere); affinedetect.go: the affine head the
+//     optimizers recognise on that walk.
+//   - sgn.go: the SGN baseline, SGNDirection.
+//   - direction.go: Direction, the step and its diagnostics, and LossGradient.
+//   - settings.go: Settings, the one settings type, with the library's defaults (DefaultSettings)
+//     and Algorithm 1's (PaperSettings).
 //   - damping.go: damping policies, ConstantDamping (the paper's) and LevenbergMarquardt.
 //   - optimizer.go, loss.go: FGN and SGN as GoMLX optimizers (optimizer.Interface), with Loss as
 //     the trainer's loss; state lives in variables, so checkpoints restore it.
-//   - host.go: AffineDirection, a validated host-level entry point.
+//   - params.go: the hyper-parameters read from the model scope (Param*, GNConfig.FromScope);
+//     importing the package registers "fgn" and "sgn" in GoMLX's optimizer.KnownOptimizers, so
+//     optimizer.FromScope selects them.
+//   - compat.go: the upstream GoMLX bugs worked around, one entry each with its reproduction test.
+//
+// Package fgn/paper exposes the quantities the solver computes internally (the operators of
+// sections 3 and 4, the dense matrices of a small problem, CG on any operator, a validated
+// host-level entry point) for notebooks and checks.
 //
 // Graph-building functions panic on misuse, as GoMLX's do; host-level functions and Validate
 // methods return errors. Measurements live in BENCHMARKS.md, not here.

@@ -9,8 +9,8 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 )
 
-// TestAllFinite checks ReduceAllSum, which AllFinite relies on, against a float64 sum and
-// AllFinite against the entries, for every rank the parameters of a model may have and for NaN
+// TestallFinite checks ReduceAllSum, which allFinite relies on, against a float64 sum and
+// allFinite against the entries, for every rank the parameters of a model may have and for NaN
 // and ±Inf entries anywhere.
 func TestAllFinite(t *testing.T) {
 	inf, nan := math.Inf(1), math.NaN()
@@ -56,10 +56,10 @@ func TestAllFinite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			out := run(t, func(in []*Node) []*Node {
 				one, zero := OnesLike(in[1]), ZerosLike(in[1])
-				return []*Node{ReduceAllSum(in[0]), Where(AllFinite(Vec{in[1], in[0]}), one, zero)}
+				return []*Node{ReduceAllSum(in[0]), Where(allFinite(Vec{in[1], in[0]}), one, zero)}
 			}, tc.x, 1.0)
 			if finite := out[1][0] == 1; finite != tc.finite {
-				t.Fatalf("AllFinite = %v, want %v", finite, tc.finite)
+				t.Fatalf("allFinite = %v, want %v", finite, tc.finite)
 			}
 			if !tc.finite {
 				if s := out[0][0]; !math.IsNaN(s) && !math.IsInf(s, 0) {

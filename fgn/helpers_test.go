@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/fgn-paper/fgn/fgn/backend"
+	densemat "github.com/fgn-paper/fgn/fgn/internal/dense"
 	"github.com/fgn-paper/fgn/internal/graphrun"
 	"github.com/fgn-paper/fgn/internal/ref"
 )
@@ -161,4 +162,21 @@ func shapesF32(dims ...int) shapes.Shape { return shapes.Make(dtypes.Float32, di
 func matrixFree(s Settings) Settings {
 	s.RowOperator = MatrixFree
 	return s
+}
+
+// flattenVec concatenates the parameters of v into one vector, in order, row-major.
+func flattenVec(v Vec) *Node {
+	parts := make([]*Node, len(v))
+	for k, x := range v {
+		parts[k] = Reshape(x, x.Shape().Size())
+	}
+	return Concatenate(parts, 0)
+}
+
+// newDense assembles the dense forms of fgn/paper's Dense (which this package's tests cannot
+// import) for the linearisation lin and the labels, with the margin quantities of NewMargin.
+func newDense(lin Linearization, labels *Node) (densemat.Matrices, *Margin) {
+	m := NewMargin(lin.Logits(), labels)
+	return densemat.New(lin.Logits(), func(c *Node) []*Node { return lin.VJP(c) },
+		densemat.Margin{Q: m.Q, PDagger: m.PDagger, Rho: m.Rho, GradS: m.GradS, OneHot: m.OneHot}), m
 }

@@ -29,8 +29,8 @@ import (
 //
 // A row with a non-finite logit (or logits whose sum overflows) has a NaN loss: the softplus
 // and the competitor maximum go through Exp and Max, which a backend's vectorised kernels may
-// evaluate to a finite number on NaN, so the loss tests the row's sum Σ_j z_ij, made of additions
-// only, instead of relying on NaN propagating through them.
+// evaluate to a finite number on NaN (see compat.go: compatSIMDNaN), so the loss tests the row's sum
+// Σ_j z_ij, made of additions only, instead of relying on NaN propagating through them.
 type Margin struct {
 	// S is the margin s (b).
 	S *Node
@@ -57,7 +57,7 @@ type Margin struct {
 //
 // Contract: every label lies in [0, C). A graph cannot check values, and an out-of-range label
 // silently gives a wrong margin and step; the caller validates labels before they reach the
-// graph (AffineDirection, the training loop and the command-line tools do).
+// graph (fgn/paper's AffineDirection, the training loop and the command-line tools do).
 func NewMargin(logits, labels *Node) *Margin {
 	if logits.Rank() != 2 {
 		exceptions.Panicf("fgn.NewMargin: logits must be b×C, got %s", logits.Shape())
@@ -87,6 +87,10 @@ func NewMargin(logits, labels *Node) *Margin {
 	s := Sub(zDagger, zStar)
 
 	rho := Mul(shifted, ExpandAxes(Reciprocal(sumShifted), -1))
+	// ‖ρ‖² = Σ_j ρ_j shifted_j / Σ_j shifted_j. The product is shifted's last use, so a backend
+	// may form it in shifted's buffer: no b×C temporary. (Not Einsum("ic,ic->i", ρ, ρ):
+	// compatRowDotsLargeKernel.)
+	rhoNormSquared := Div(ReduceSum(Mul(rho, shifted), -1), sumShifted)
 	pDagger := Logistic(s)
 	pStar := Logistic(Neg(s))
 	loss := Add(Max(s, ZerosLike(s)), Log1p(Exp(Neg(Abs(s)))))
@@ -97,9 +101,19 @@ func NewMargin(logits, labels *Node) *Margin {
 		PDagger: pDagger,
 		Q:       Mul(pStar, pDagger),
 		Rho:     rho,
-		Xi:      OneMinus(Einsum("ic,ic->i", rho, rho)), // row-wise dot products: no b×C temporary
+		Xi:      OneMinus(rhoNormSquared),
 		Loss:    loss,
 		GradS:   Where(isTrue, Scalar(g, dtype, -1), rho),
 		OneHot:  oneHot,
 	}
+}
+
+// Gradient returns the gradient g = (1/b) Jᵀ p_† (eqs. 2.11, 3.8) of the mean cross-entropy of
+// the batch whose margin quantities are m, with one VJP of lin, the linearisation of the logits
+// m was computed from. A caller that needs other margin quantities besides the gradient (as
+// LossGradient needs the loss) computes the margin once and calls it.
+func (m *Margin) Gradient(lin Linearization) Vec {
+	b := float64(m.S.Shape().Dim(0))
+	j := marginJacobian{lin: lin, gradS: m.GradS}
+	return j.vjp(MulScalar(m.PDagger, 1/b)) // scaled in row space: b entries, not the parameters
 }

@@ -2,10 +2,12 @@ package fgn
 
 import (
 	"math"
+	"runtime"
 	"testing"
 
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/fgn-paper/fgn/internal/ref"
 )
@@ -184,4 +186,35 @@ func TestMarginSaturatedFloat32(t *testing.T) {
 	check(t, "s vs float64 (relative)", relS, 1e-6)
 	check(t, "loss vs float64 (relative)", relLoss, 1e-6)
 	check(t, "p★, p†, q, ξ, ∇s vs float64 (absolute)", absP, 1e-6)
+}
+
+// TestGradientCostRegression bounds the allocation of one gradient of the affine head
+// at b=512, d=2048, C=256. GoMLX v0.26 built a b×d×C tensor for this VJP (2 GB in float32, 100×
+// slower); v0.28 contracts over b directly. The bound leaves a wide margin over the few MiB of the
+// real working set.
+func TestGradientCostRegression(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped in -short mode")
+	}
+	const b, d, c = 512, 2048, 256
+	h := tensors.FromShape(shapesF32(b, d))
+	w := tensors.FromShape(shapesF32(d, c))
+	bias := tensors.FromShape(shapesF32(c))
+	labels := tensors.FromValue(make([]int32, b))
+	exec := MustNewExec(testBackend, func(h, labels, w, bias *Node) []*Node {
+		_, grad := LossGradient(NewAffineHead(h, w, bias), labels)
+		return grad
+	})
+	exec.MustCall(h, labels, w, bias) // compile
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	exec.MustCall(h, labels, w, bias)
+	runtime.ReadMemStats(&after)
+	allocated := float64(after.TotalAlloc-before.TotalAlloc) / (1 << 20)
+	t.Logf("one gradient: %.1f MiB allocated", allocated)
+	// A b×d×C float32 intermediate alone is 1 GiB; the real working set is a few MiB.
+	if allocated > 256 {
+		t.Errorf("one gradient allocated %.0f MiB, want < 256 MiB", allocated)
+	}
 }

@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/initializer"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
@@ -42,10 +44,10 @@ import (
 //     trainable variables, in any order. It returns the step's Direction with its diagnostics.
 //
 // The step's graph must read the variables as inputs: mark it as a training graph
-// (scope.Store().SetTraining(g, true), as train.Trainer does) before reading them. A backend may
-// embed the variables of other graphs as constants (the pure-Go backend does in gomlx v0.28.16),
-// and a step on constants would restart from the same parameters every time; the optimizer
-// panics on a parameter that is a constant.
+// (scope.Store().SetTraining(g, true), as train.Trainer does) before reading them. Other graphs
+// embed the variables as constants (see compat.go: compatVariablesAsConstants), and a step on
+// constants would restart from the same parameters every time; the optimizer panics on a
+// parameter that is a constant.
 type Optimizer interface {
 	optimizer.Interface
 
@@ -53,12 +55,18 @@ type Optimizer interface {
 	// d at the current parameters lin.Params() and sets the variables to their updated values.
 	// The returned Direction reports the batch loss (before the step), CG iterations and
 	// residual, and the means of p_† and ξ. When Direction.Finite is false (a NaN or Inf in the
-	// loss, the direction or the CG residual, e.g. from a non-finite feature), the step leaves
-	// every parameter and every warm-start state variable unchanged; the global step still
-	// counts it, as train.Loop does.
+	// loss, the direction or the CG residual, e.g. from a non-finite feature or an overflow), the
+	// step leaves every parameter and every warm-start state variable unchanged and adds 1 to
+	// SkippedSteps; the global step still counts it, as train.Loop does.
 	//
 	// It is a graph-building function and panics on error.
 	UpdateGraphWithLinearization(scope *model.Scope, lin Linearization, labels *Node) *Direction
+
+	// SkippedSteps returns how many steps in store were not taken because their direction was
+	// not finite (Direction.Finite false), since the optimizer's state was created or cleared:
+	// the int64 state variable "skipped_steps" under the optimizer's scope, which checkpoints
+	// keep. It is 0 before the first step.
+	SkippedSteps(store *model.Store) int64
 }
 
 var _ optimizer.Interface = (*gnOptimizer)(nil)
@@ -72,16 +80,18 @@ type GNConfig struct {
 	scopeName string
 }
 
-// FGN returns the configuration of the FGN optimizer with the paper's settings (DefaultSettings:
-// α = 0.1, λ = 1, at most 5 CG iterations, tolerance 1e-5, the closed-form Gram whenever the
-// linearisation provides one, no warm start). Its state lives under the store scope "/FGNOptimizer".
+// FGN returns the configuration of the FGN optimizer with DefaultSettings (α = 0.1, λ = 1, at
+// most 5 CG iterations stopped on the parameter-space residual with tolerance 1e-5, the
+// closed-form Gram whenever the linearisation provides one, no warm start; WithSettings(
+// PaperSettings()) runs Algorithm 1 exactly). Its state lives under the store scope "/FGNOptimizer".
 func FGN() *GNConfig {
 	return &GNConfig{fgn: true, s: DefaultSettings(), damping: ConstantDamping{}, scopeName: "FGNOptimizer"}
 }
 
 // SGN returns the configuration of the SGN baseline optimizer (full softmax GGN, parameter-space
-// CG) with the paper's settings: DefaultSettings with CG warm-started from the previous
-// direction. Its state lives under the store scope "/SGNOptimizer".
+// CG) with DefaultSettings and CG warm-started from the previous direction, as in the paper's
+// runs (app. F.2; SGN's CG has one stopping rule). Its state lives under the store scope
+// "/SGNOptimizer".
 func SGN() *GNConfig {
 	s := DefaultSettings()
 	s.WarmStart = true
@@ -229,17 +239,17 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 		}
 		warm, x0 = o.warmStartState(scope, g, vars, stateShapes)
 	}
-	cfg := o.c.s
 	var lambda *model.Variable
+	var lambdaState *Node // λ's current value for an adaptive policy, nil for a constant λ
 	if o.c.damping.Adaptive() {
 		lambda = o.dampingState(scope, dtype)
-		cfg.lambdaState = lambda.NodeValue(g)
+		lambdaState = lambda.NodeValue(g)
 	}
 	var dir *Direction
 	if o.c.fgn {
-		dir = FGNDirection(lin, labels, first(x0), cfg)
+		dir = fgnDirection(lin, labels, first(x0), o.c.s, lambdaState)
 	} else {
-		dir = SGNDirection(lin, labels, x0, cfg)
+		dir = sgnDirection(lin, labels, x0, o.c.s, lambdaState)
 	}
 	// The step size is taken as 0 unless the direction is finite. keepUnless below is what
 	// discards a non-finite step (0·NaN is NaN); this makes the scaling α d wait for Finite's
@@ -250,7 +260,7 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 	for k, p := range params {
 		updated[k] = Add(p, Mul(ConvertDType(stepSize, p.DType()), dir.D[k]))
 	}
-	dir.Damping = o.stepDamping(lin, labels, dir, alpha, updated, cfg)
+	dir.Damping = o.stepDamping(lin, labels, dir, alpha, updated, lambdaState)
 	// A step not taken (not finite, or rejected by an adaptive damping policy) changes nothing
 	// but an adaptive policy's λ.
 	for k, v := range warm {
@@ -262,7 +272,24 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 	if lambda != nil {
 		lambda.SetNodeValue(dir.Damping.Next)
 	}
+	skipped := o.skippedStepsVar(scope.Store())
+	count := skipped.NodeValue(g)
+	skipped.SetNodeValue(Where(dir.Finite, count, AddScalar(count, 1)))
 	return dir
+}
+
+// skippedStepsVar returns the counter of SkippedSteps, created as 0 on first use.
+func (o *gnOptimizer) skippedStepsVar(store *model.Store) *model.Variable {
+	return store.Scope(path.Join("/", o.c.scopeName)).WithInitializer(initializer.Zero).
+		VariableWithShape("skipped_steps", shapes.Make(dtypes.Int64)).SetTrainable(false)
+}
+
+func (o *gnOptimizer) SkippedSteps(store *model.Store) int64 {
+	v := store.GetVariable(path.Join("/", o.c.scopeName, "skipped_steps"))
+	if v == nil {
+		return 0
+	}
+	return tensors.ToScalar[int64](v.MustValue())
 }
 
 // warmStartState returns the (non-trainable) warm-start variables, created as zeros on first use,

@@ -24,9 +24,6 @@ type optModel struct {
 	mlp   bool
 	// generic forces the generic closures for the affine head.
 	generic bool
-	// modelFunc linearises the MLP with LinearizeFunc (which evaluates trial logits), recorded for
-	// the Trainer like the affine head.
-	modelFunc bool
 }
 
 func newOptModel(p *problem, mlp, generic bool) *optModel {
@@ -56,10 +53,7 @@ func (m *optModel) lin(h *Node) Linearization {
 	for k, variable := range m.vars {
 		v[k] = variable.NodeValue(g)
 	}
-	switch {
-	case m.mlp && m.modelFunc:
-		return LinearizeFunc(func(w Vec) *Node { return mlpLogits(h, w) }, v)
-	case m.mlp:
+	if m.mlp {
 		return mlpLin(append([]*Node{h, nil}, v...))
 	}
 	head := NewAffineHead(h, v[0], v[1])
@@ -102,11 +96,11 @@ func (m *optModel) step(t *testing.T, opt Optimizer, p *problem, n int) float64 
 }
 
 // logits is the model function the Trainer calls: the logits of the linearisation m.lin, recorded
-// for the affine head (its closed form, or autodiff if m.generic) and with m.modelFunc; the
-// optimizer linearises the MLP's logits by autodiff otherwise.
+// for the affine head (its closed form, or autodiff if m.generic); the optimizer linearises the
+// MLP's logits by autodiff.
 func (m *optModel) logits(_ *model.Scope, h *Node) *Node {
 	lin := m.lin(h)
-	if !m.mlp || m.modelFunc {
+	if !m.mlp {
 		RecordLinearization(lin)
 	}
 	return lin.Logits()
@@ -213,7 +207,7 @@ func TestWarmStart(t *testing.T) {
 	check(t, "warm-start state = previous direction", ref.RelErr(flatState, step1), 1e-13)
 
 	// A one-iteration warm step is SGNDirection started from the state.
-	oneIt := Settings{Damping: DefaultDamping, CG: CGSettings{MaxIterations: 1, Tolerance: DefaultCGTolerance}}
+	oneIt := Settings{Damping: 1, CG: CGSettings{MaxIterations: 1, Tolerance: 1e-5}}
 	inputs := append([]any{p.h, p.labels}, state()...)
 	for _, v := range warm.vars {
 		inputs = append(inputs, v.MustValue())
@@ -293,7 +287,8 @@ func TestOptimizerConfigErrors(t *testing.T) {
 }
 
 // TestNonFiniteStepChangesNothing checks that a batch with a NaN or Inf feature leaves every
-// parameter and every optimizer state variable bit-identical and reports Direction.Finite false,
+// parameter and every optimizer state variable bit-identical, reports Direction.Finite false and
+// is counted by SkippedSteps,
 // for FGN (closed-form Gram, matrix-free) and SGN in float32 and float64.
 func TestNonFiniteStepChangesNothing(t *testing.T) {
 	p := newProblem(23, 6, 4, 3, 3, 1)
@@ -319,10 +314,10 @@ func TestNonFiniteStepChangesNothing(t *testing.T) {
 				if out := exec.MustCall(good, p.labels); !tensors.ToScalar[bool](out[0]) {
 					t.Fatalf("a finite batch reported a non-finite step")
 				}
-				snapshot := func() []float64 { // every variable but the global step, which counts every step
+				snapshot := func() []float64 { // every variable but the step counters
 					var all []float64
 					for v := range m.store.IterVariables() {
-						if v.Path() != "/"+optimizer.GlobalStepVariableName {
+						if v.Path() != "/"+optimizer.GlobalStepVariableName && v.Name() != "skipped_steps" {
 							all = append(all, flat64(v.MustValue())...)
 						}
 					}
@@ -342,6 +337,9 @@ func TestNonFiniteStepChangesNothing(t *testing.T) {
 				}
 				if after := snapshot(); ref.RelErr(after, before) != 0 || len(after) != len(before) {
 					t.Errorf("a non-finite step changed the variables: relative change %g", ref.RelErr(after, before))
+				}
+				if n := opt.SkippedSteps(m.store); n != 1 {
+					t.Errorf("SkippedSteps = %d after one finite and one non-finite step, want 1", n)
 				}
 			})
 		}

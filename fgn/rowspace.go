@@ -39,8 +39,16 @@ func newWhitening(m *Margin, bLambda *Node, floor float64) whitening {
 //	(K + bλ I) u = r̃,   K = J̃ J̃ᵀ = Q^{1/2} G Q^{1/2},  G = J Jᵀ,  J̃ = Q^{1/2} J,  r̃ = Q^{-1/2} r   (eq. 4.6)
 //
 // then back-projection d = −J̃ᵀ u (eq. 4.7). CG starts from u0 (b), or from zero when u0 is nil
-// (the paper's FGN: no warm start). Saturated rows are handled as described for the whitening
-// type.
+// (the paper's FGN: no warm start).
+//
+// Saturated rows. For an example with p_★ → 0, q_i underflows while r̃_i = √(p_†/p_★) overflows.
+// Rows with q_i below cfg's saturation floor q_min (Settings.SaturationFloor) are solved
+// unwhitened with q_i = 0: δ_R = r_R/(bλ), and the other rows solve
+//
+//	(K_WW + bλ I) u_W = Q_W^{-1/2} r_W − Q_W^{1/2} J_W J_Rᵀ δ_R,      d = −Jᵀ(δ_R + Q^{1/2} u),
+//
+// the damped system whose curvature omits those rows, a perturbation of H_FGN of norm at most
+// q_min·max‖J_i‖²/b. With no saturated row this is exactly eqs. (4.5)-(4.6).
 //
 // Row operator. With cfg.RowOperator = ClosedFormGram and a linearisation that forms its margin
 // Gram in closed form (a GramLinearization, e.g. AffineHead: appendix F.2), G is formed once per
@@ -54,9 +62,9 @@ func newWhitening(m *Margin, bLambda *Node, floor float64) whitening {
 //
 //	(H_FGN + λI) d + g = (1/b) J̃ᵀ e,   so   ‖(H_FGN + λI) d + g‖/‖g‖ = √(eᵀK e / ‖Jᵀr‖²).
 //
-// With cfg.CG.StoppingRule = StopParameterResidual (the default) CG stops on this exact
-// parameter-space residual: it evaluates eᵀK e from the operator product each iteration already makes (see
-// solveCG), at the cost of one more operator product when it stops, and ‖Jᵀr‖² = rᵀG r with one
+// With cfg.CG.StoppingRule = StopParameterResidual (DefaultSettings' rule) CG stops on this exact
+// parameter-space residual: it evaluates eᵀK e from the operator product each iteration already
+// makes, at the cost of one more operator product when it stops, and ‖Jᵀr‖² = rᵀG r with one
 // VJP (matrix-free) or one b×b product (closed-form Gram).
 // A cheaper proxy, the unwhitened row residual ‖Q^{1/2}e‖ ≤ Tolerance·‖r‖, bounds the parameter
 // residual only up to the condition number of J, which is unbounded on exactly the batches
@@ -66,9 +74,15 @@ func newWhitening(m *Margin, bLambda *Node, floor float64) whitening {
 // With saturated rows the same identities hold for the curvature that omits them, with r̃
 // replaced by the right-hand side below.
 func FGNDirection(lin Linearization, labels, u0 *Node, cfg Settings) *Direction {
+	return fgnDirection(lin, labels, u0, cfg, nil)
+}
+
+// fgnDirection is FGNDirection with the damping λ given by the scalar node lambda, an adaptive
+// policy's state, when not nil (cfg.Damping otherwise).
+func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, lambda *Node) *Direction {
 	cfg.mustValidateSolve()
 	m := NewMargin(lin.Logits(), labels)
-	j := MarginJacobian{Lin: lin, GradS: m.GradS}
+	j := marginJacobian{lin: lin, gradS: m.GradS}
 	var gram marginGram = matrixFreeGram{j}
 	inLoop := inWhileLoop(lin)
 	if closed, ok := lin.(GramLinearization); ok && cfg.RowOperator == ClosedFormGram {
@@ -79,7 +93,7 @@ func FGNDirection(lin Linearization, labels, u0 *Node, cfg Settings) *Direction 
 	g := m.S.Graph()
 	dtype := m.S.DType()
 	b := m.S.Shape().Dim(0)
-	bLambda := cfg.scaledLambda(g, dtype, float64(b))
+	bLambda := cfg.scaledLambda(lambda, g, dtype, float64(b))
 	w := newWhitening(m, bLambda, cfg.floor(dtype))
 
 	// Coupling of the saturated rows into the whitened ones: −Q_W^{1/2} J J_Rᵀ δ_R.
@@ -96,9 +110,9 @@ func FGNDirection(lin Linearization, labels, u0 *Node, cfg Settings) *Direction 
 	}
 	sol := solveCG(sys, cfg.CG, inLoop)
 	// d = −Jᵀ(δ_R + Q^{1/2}u): the sign goes into the b-vector, not over the d×C result.
-	d := j.VJP(Neg(Add(w.deltaR, Mul(w.sqrtQ, sol.X[0]))))
+	d := j.vjp(Neg(Add(w.deltaR, Mul(w.sqrtQ, sol.X[0]))))
 	dir := newDirection(d, m, sol)
-	dir.RowRHS = rhs
+	dir.rowRHS = rhs
 	return dir
 }
 
@@ -133,21 +147,24 @@ func (c closedFormGram) times(v *Node) *Node  { return MatMul(c.g, v) }
 func (c closedFormGram) normJT(a *Node) *Node { return ReduceAllSum(Mul(a, c.times(a))) }
 
 // matrixFreeGram applies G = J Jᵀ by one VJP and one JVP of the margin map (eq. 4.8).
-type matrixFreeGram struct{ j MarginJacobian }
+type matrixFreeGram struct{ j marginJacobian }
 
-func (f matrixFreeGram) times(v *Node) *Node { return f.j.JVP(f.j.VJP(v)) }
+func (f matrixFreeGram) times(v *Node) *Node { return f.j.jvp(f.j.vjp(v)) }
 func (f matrixFreeGram) normJT(a *Node) *Node {
-	v := f.j.VJP(a)
+	v := f.j.vjp(a)
 	return vecDot(v, v)
 }
 
 // saturatedCoupling returns G δ_R. δ_R is 0 on every row of a batch without saturated rows, and
 // then so is G δ_R; when the Gram can be applied inside a closure (inLoop, see whileLoop) an If
 // skips its products (one VJP and one JVP matrix-free, a b×b product in closed form) unless some
-// entry of δ_R is non-zero. Autodiff products cannot run in a closure, so they are always formed.
+// entry of δ_R is non-zero. Autodiff products cannot run in a closure (see compat.go:
+// compatWhileGradient), so they are always formed. The If returns a new value and captures only values
+// that are read after it (see compat.go: compatIfCapturedBuffer).
 //
 // As for whileLoop, the branch is first built in the main function (dead code, removed by the
-// backends) so that every scalar constant it uses is a main-function node the closure may capture.
+// backends) so that every scalar constant it uses is a main-function node the closure may capture
+// (see compat.go: compatScalarCache).
 func saturatedCoupling(gram marginGram, deltaR *Node, inLoop bool) *Node {
 	coupling := gram.times(deltaR)
 	if !inLoop {

@@ -6,22 +6,14 @@ import (
 	"strconv"
 
 	"github.com/gomlx/compute/dtypes"
-	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/support/exceptions"
 )
 
-// The paper's hyper-parameters (sec. 5, app. F.2), shared by FGN and SGN.
-const (
-	DefaultLearningRate    = 0.1  // step size α
-	DefaultDamping         = 1.0  // damping λ
-	DefaultCGMaxIterations = 5    // CG iteration cap N_CG
-	DefaultCGTolerance     = 1e-5 // CG relative residual tolerance
-)
-
-// Settings are the hyper-parameters of a damped Gauss-Newton step, FGN or SGN: the one settings
-// type of the optimizers (FGN().WithSettings), the direction functions, the experiments, their
-// selection files and the command line. Struct tags give the names used in JSON and YAML files,
-// CSV headers and flags. Start from DefaultSettings; a zero field is not a default.
+// Settings are the hyper-parameters of a damped Gauss-Newton step, FGN or SGN: the settings of
+// the optimizers (FGN().WithSettings) and of the direction functions. They are plain values
+// (an adaptive damping policy keeps its λ in the optimizer's state, not here). Struct tags give
+// the names used in JSON and YAML files. Start from DefaultSettings or PaperSettings; a zero
+// field is not a default.
 type Settings struct {
 	// LearningRate is the step size α > 0 of w ← w + α d (the direction functions ignore it).
 	LearningRate float64 `json:"learning_rate" yaml:"learning_rate"`
@@ -37,10 +29,6 @@ type Settings struct {
 	// SaturationFloor is the smallest curvature weight q_i = p_★p_† that is whitened; 0 selects
 	// the square of the dtype's machine epsilon. See FGNDirection.
 	SaturationFloor float64 `json:"saturation_floor,omitempty" yaml:"saturation_floor,omitempty"`
-
-	// lambdaState, set by the optimizers for an adaptive DampingPolicy, is the current λ (a
-	// scalar node); Damping is then its initial value.
-	lambdaState *Node
 }
 
 // CGSettings configures conjugate gradients.
@@ -54,11 +42,26 @@ type CGSettings struct {
 	StoppingRule StoppingRule `json:"stopping_rule" yaml:"stopping_rule"`
 }
 
-// DefaultSettings returns the paper's settings: α = 0.1, λ = 1, at most 5 CG iterations with
-// tolerance 1e-5 on the parameter-space residual, FGN's closed-form Gram, no warm start.
+// DefaultSettings returns this library's defaults: the paper's hyper-parameters (α = 0.1, λ = 1,
+// at most N_CG = 5 CG iterations, tolerance 1e-5; sec. 5, app. F.2) with CG stopped on the
+// parameter-space residual (StopParameterResidual) rather than on Algorithm 1's whitened row
+// residual, which a batch of confidently misclassified examples meets after one iteration far
+// from the solution (see StopWhitenedRowResidual). The row operator is ClosedFormGram (the closed
+// form where the linearisation has one), the saturation floor the dtype's default, no warm start.
 func DefaultSettings() Settings {
-	return Settings{LearningRate: DefaultLearningRate, Damping: DefaultDamping,
-		CG: CGSettings{MaxIterations: DefaultCGMaxIterations, Tolerance: DefaultCGTolerance}}
+	s := PaperSettings()
+	s.CG.StoppingRule = StopParameterResidual
+	return s
+}
+
+// PaperSettings returns the settings of the paper's Algorithm 1 with its hyper-parameters (sec. 5,
+// app. F.2): α = 0.1, λ = 1, CG on the whitened row system with tolerance ε = 1e-5 on the
+// whitened row residual (StopWhitenedRowResidual) and at most N_CG = 5 iterations, no warm start.
+// (The paper's SGN warm-starts its CG: SGN() sets WarmStart.) The row operator is ClosedFormGram,
+// the closed form of appendix F.2 on the affine head; it changes how K is applied, not the step.
+func PaperSettings() Settings {
+	return Settings{LearningRate: 0.1, Damping: 1,
+		CG: CGSettings{MaxIterations: 5, Tolerance: 1e-5, StoppingRule: StopWhitenedRowResidual}}
 }
 
 // Validate reports the first invalid setting, naming it.
@@ -176,13 +179,12 @@ const (
 	//	‖(H_FGN + λI) d + g‖ ≤ Tolerance·‖g‖.
 	//
 	// This is what the step needs, whatever the scale of the row system. FGNDirection states the
-	// identity by which it is evaluated in row space. It is the default.
+	// identity by which it is evaluated in row space. It is DefaultSettings' rule.
 	StopParameterResidual StoppingRule = iota
 	// StopWhitenedRowResidual is the rule of the paper's Algorithm 1: stop once the whitened row
 	// residual e = r̃ − (K + bλI)u satisfies ‖e‖ ≤ Tolerance·‖r̃‖. On a batch holding confidently
 	// misclassified examples (large margin s, tiny q, r̃_i = √(p_†/p_★) ≈ e^{s/2}) it is met after
-	// one iteration whatever the tolerance, far from the solution; it is kept to reproduce the
-	// paper's runs.
+	// one iteration whatever the tolerance, far from the solution. It is PaperSettings' rule.
 	StopWhitenedRowResidual
 )
 

@@ -5,10 +5,16 @@ import (
 )
 
 // SGNDirection returns the damped full-softmax-GGN direction d = −(H_GGN + λI)^{-1} g of the SGN
-// baseline, by parameter-space CG on GGNOperator, warm-started from x0 (nil for zeros; SGN
+// baseline, by parameter-space CG on the damped GGN product of eq. (3.1), warm-started from x0 (nil for zeros; SGN
 // passes its previous direction). Its CG residual is the parameter-space residual
 // ‖(H_GGN + λI) d + g‖/‖g‖ whatever cfg.CG.StoppingRule says.
 func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings) *Direction {
+	return sgnDirection(lin, labels, x0, cfg, nil)
+}
+
+// sgnDirection is SGNDirection with the damping λ given by the scalar node lambda, an adaptive
+// policy's state, when not nil (cfg.Damping otherwise).
+func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, lambda *Node) *Direction {
 	cfg.mustValidateSolve()
 	m := NewMargin(lin.Logits(), labels)
 	g := m.S.Graph()
@@ -17,18 +23,18 @@ func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings) *Direct
 	probs := Softmax(lin.Logits(), -1)
 	// −g = Jᵀ(y − p)/b: the scale and sign go into the b×C cotangent.
 	negGrad := lin.VJP(MulScalar(Sub(m.OneHot, probs), 1/b))
-	op := GGNOperator(lin, probs, cfg.scaledLambda(g, dtype, 1))
+	op := ggnOperator(lin, probs, cfg.scaledLambda(lambda, g, dtype, 1))
 	sol := solveCG(cgSystem{curvature: op, rhs: negGrad, x0: x0}, cfg.CG, inWhileLoop(lin))
 	return newDirection(sol.X, m, sol)
 }
 
-// GGNOperator returns the damped full softmax GGN-vector product used by SGN,
+// ggnOperator returns the damped full softmax GGN-vector product used by SGN,
 //
 //	v ↦ (1/b) J_zᵀ (diag(p) - p pᵀ) J_z v + λ v        (eq. 3.1, batched),
 //
 // where the softmax covariance is applied per example as p⊙m - p (pᵀm), m = J_z v.
 // probs are the softmax probabilities (b×C).
-func GGNOperator(lin Linearization, probs, lambda *Node) func(v Vec) Vec {
+func ggnOperator(lin Linearization, probs, lambda *Node) func(v Vec) Vec {
 	invB := 1.0 / float64(probs.Shape().Dim(0))
 	return func(v Vec) Vec {
 		m := lin.JVP(v)

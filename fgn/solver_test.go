@@ -155,7 +155,7 @@ func TestClosures(t *testing.T) {
 	out := run(t, func(in []*Node) []*Node {
 		lin := mlpLin(in)
 		m := NewMargin(lin.Logits(), in[1])
-		j := MarginJacobian{Lin: lin, GradS: m.GradS}
+		j := marginJacobian{lin: lin, gradS: m.GradS}
 		dirs := Vec(in[6:10])
 		shifted := func(sign float64) *Node {
 			params := vecAxpy(Vec(in[2:6]), Scalar(in[0].Graph(), dtypes.Float64, sign*h), dirs)
@@ -163,7 +163,7 @@ func TestClosures(t *testing.T) {
 			return NewMargin(Add(MatMul(hidden, params[2]), ExpandAxes(params[3], 0)), in[1]).S
 		}
 		fd := DivScalar(Sub(shifted(1), shifted(-1)), 2*h)
-		return []*Node{j.JVP(dirs), fd, vecDot(j.VJP(in[10]), dirs)}
+		return []*Node{j.jvp(dirs), fd, vecDot(j.vjp(in[10]), dirs)}
 	}, append(p.mlpInputs(dtypes.Float64), beta.w1, beta.b1, beta.w2, beta.b2, a)...)
 	check(t, "JVP vs central differences (MLP)", ref.RelErr(out[0], out[1]), 1e-8)
 	check(t, "⟨a, Jβ⟩ = ⟨Jᵀa, β⟩", math.Abs(dot(a, out[0])-out[2][0])/math.Abs(out[2][0]), 1e-13)
@@ -191,8 +191,9 @@ func TestAffineClosedFormMatchesGeneric(t *testing.T) {
 		generic := Linearize(head.Logits(), head.Params())
 		m := NewMargin(head.Logits(), in[1])
 		sqrtQ := Sqrt(m.Q)
-		k := AffineRowGram(FeatureGram(in[0]), m.GradS, sqrtQ)
-		op := FGNRowOperator(MarginJacobian{Lin: generic, GradS: m.GradS}, sqrtQ, ScalarZero(in[0].Graph(), dtypes.Float64))
+		whiten := func(v *Node) *Node { return Mul(sqrtQ, v) }
+		k := Mul(Mul(head.MarginGram(m.GradS), ExpandAxes(sqrtQ, -1)), ExpandAxes(sqrtQ, 0))
+		op := func(v *Node) *Node { return whiten(matrixFreeGram{marginJacobian{generic, m.GradS}}.times(whiten(v))) }
 		probe := Iota(in[0].Graph(), k.Shape(), 0) // columns of the identity, via equality below
 		eye := ConvertDType(Equal(probe, Iota(in[0].Graph(), k.Shape(), 1)), dtypes.Float64)
 		cols := make([]*Node, p.b)

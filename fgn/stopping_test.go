@@ -172,7 +172,7 @@ func scaled(x []float64, a float64) []float64 {
 func unwhitenedRowResidual(t *testing.T, p *problem, dn denseOut, lambda float64, dir func([]*Node, Settings) *Direction, cfg Settings) float64 {
 	out := run(t, func(in []*Node) []*Node {
 		r := dir(in, cfg)
-		return []*Node{r.RowRHS, r.Solution[0]}
+		return []*Node{r.rowRHS, r.Solution[0]}
 	}, p.affineInputs(dtypes.Float64)...)
 	rTilde, u := out[0], out[1]
 	b, d := p.b, dn.d

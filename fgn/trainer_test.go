@@ -1,6 +1,7 @@
 package fgn
 
 import (
+	"fmt"
 	"iter"
 	"math"
 	"strings"
@@ -92,28 +93,28 @@ func TestCheckpointRestore(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		opt  func() Optimizer
-		// mlp selects the MLP, modelFunc its LinearizeFunc linearisation (recorded).
-		mlp, modelFunc bool
+		// mlp selects the MLP (linearised by the optimizer), else the affine head (recorded).
+		mlp bool
 		// state lists variables that must be among those compared, besides the global step.
 		state []string
 	}{
-		{"SGN mlp (warm start)", func() Optimizer { return SGN().LearningRate(0.5).Done() }, true, false,
+		{"SGN mlp (warm start)", func() Optimizer { return SGN().LearningRate(0.5).Done() }, true,
 			[]string{"/classifier/W1", "/SGNOptimizer/classifier/W1_warm_start", "/SGNOptimizer/classifier/b2_warm_start"}},
-		{"FGN affine closed form (warm start)", func() Optimizer { return FGN().WarmStart(true).Done() }, false, false,
+		{"FGN affine closed form (warm start)", func() Optimizer { return FGN().WarmStart(true).Done() }, false,
 			[]string{"/classifier/W", "/FGNOptimizer/row_solution"}},
-		{"FGN mlp", func() Optimizer { return FGN().Done() }, true, false, []string{"/classifier/b2"}},
+		{"FGN mlp", func() Optimizer { return FGN().Done() }, true, []string{"/classifier/b2"}},
 		{"FGN affine closed form LM", func() Optimizer {
 			return FGN().LearningRate(1.5).Damping(lmStart).DampingPolicy(LevenbergMarquardt()).Done()
-		}, false, false, []string{"/classifier/W", "/FGNOptimizer/damping"}},
-		{"SGN mlp LinearizeFunc LM (warm start)", func() Optimizer {
+		}, false, []string{"/classifier/W", "/FGNOptimizer/damping"}},
+		{"SGN mlp LM (warm start)", func() Optimizer {
 			return SGN().LearningRate(1.5).Damping(lmStart).DampingPolicy(LevenbergMarquardt()).Done()
-		}, true, true, []string{"/classifier/W1", "/SGNOptimizer/damping", "/SGNOptimizer/classifier/W1_warm_start"}},
+		}, true, []string{"/classifier/W1", "/SGNOptimizer/damping", "/SGNOptimizer/classifier/W1_warm_start"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The model creates its variables from the problem's values, or loads them from the
 			// checkpoint.
 			logits := func(scope *model.Scope, h *Node) *Node {
-				m := &optModel{mlp: tc.mlp, modelFunc: tc.modelFunc}
+				m := &optModel{mlp: tc.mlp}
 				names, values := []string{"W", "bias"}, []any{p.w, p.bias}
 				if tc.mlp {
 					names, values = []string{"W1", "b1", "W2", "b2"}, []any{p.w1, p.b1, p.w2, p.b2}
@@ -201,41 +202,68 @@ func equalBits(a, b []float64) bool {
 	return true
 }
 
-// TestTrainerNonFiniteStep checks that in train.Trainer a batch with a NaN feature leaves the
-// model's parameters and the optimizer's warm-start state bit-identical, for FGN and SGN.
+// TestTrainerNonFiniteStep checks that in train.Trainer a batch with a NaN feature (MLP, affine
+// head), or with features so large (1e160) that the step overflows float64 (affine head: an MLP's
+// tanh saturates), leaves the model's parameters and the optimizer's warm-start state
+// bit-identical and is counted by SkippedSteps, for FGN and SGN on autodiff products.
 func TestTrainerNonFiniteStep(t *testing.T) {
 	p := newProblem(33, 6, 4, 3, 3, 1)
-	bad := *p
-	bad.h = append([][]float64(nil), p.h...)
-	bad.h[3] = append([]float64{math.NaN()}, p.h[3][1:]...)
-	for _, opt := range []*GNConfig{FGN().WarmStart(true), SGN()} {
-		m := newOptModel(p, true, false)
-		trainer := train.NewTrainer(testBackend, m.store, m.logits, Loss, opt.Done(), nil, nil)
-		snapshot := func() map[string][]float64 { // the trainer's metrics and the global step excluded
-			all := map[string][]float64{}
-			for v := range m.store.IterVariables() {
-				if !strings.HasPrefix(v.Path(), "/metrics/") && v.Path() != "/global_step" {
-					all[v.Path()] = flat64(v.MustValue())
-				}
-			}
-			return all
+	withNaN, huge := *p, *p
+	withNaN.h = append([][]float64(nil), p.h...)
+	withNaN.h[3] = append([]float64{math.NaN()}, p.h[3][1:]...)
+	huge.h = make([][]float64, len(p.h))
+	for i, row := range p.h {
+		for _, x := range row {
+			huge.h[i] = append(huge.h[i], 1e160*x)
 		}
-		for _, batch := range []*problem{p, &bad} {
-			before := snapshot()
-			if _, err := trainer.TrainStep(batch.batch()); err != nil {
-				t.Fatalf("%s: %+v", opt.name(), err)
-			}
-			changed := 0
-			for path, values := range snapshot() {
-				if !equalBits(values, before[path]) {
-					changed++
+	}
+	type batch struct {
+		name    string
+		p       *problem
+		skipped int64 // SkippedSteps after the batch
+	}
+	for _, mdl := range []struct {
+		name    string
+		mlp     bool
+		batches []batch
+	}{
+		{"MLP", true, []batch{{"finite", p, 0}, {"NaN feature", &withNaN, 1}}},
+		{"affine", false, []batch{{"finite", p, 0}, {"NaN feature", &withNaN, 1}, {"1e160 features", &huge, 2}}},
+	} {
+		for _, opt := range []*GNConfig{FGN().WarmStart(true), SGN()} {
+			m := newOptModel(p, mdl.mlp, true)
+			gn := opt.Done()
+			trainer := train.NewTrainer(testBackend, m.store, m.logits, Loss, gn, nil, nil)
+			snapshot := func() map[string][]float64 { // the trainer's metrics and the step counters excluded
+				all := map[string][]float64{}
+				for v := range m.store.IterVariables() {
+					if !strings.HasPrefix(v.Path(), "/metrics/") && v.Path() != "/global_step" && v.Name() != "skipped_steps" {
+						all[v.Path()] = flat64(v.MustValue())
+					}
 				}
+				return all
 			}
-			switch {
-			case batch == p && changed == 0:
-				t.Errorf("%s: a finite batch changed no variable", opt.name())
-			case batch == &bad && changed != 0:
-				t.Errorf("%s: a batch with a NaN feature changed %d variables, want none", opt.name(), changed)
+			for _, b := range mdl.batches {
+				what := fmt.Sprintf("%s, %s, %s batch", mdl.name, opt.name(), b.name)
+				before := snapshot()
+				if _, err := trainer.TrainStep(b.p.batch()); err != nil {
+					t.Fatalf("%s: %+v", what, err)
+				}
+				changed := 0
+				for path, values := range snapshot() {
+					if !equalBits(values, before[path]) {
+						changed++
+					}
+				}
+				switch {
+				case b.p == p && changed == 0:
+					t.Errorf("%s: no variable changed", what)
+				case b.p != p && changed != 0:
+					t.Errorf("%s: %d variables changed, want none", what, changed)
+				}
+				if n := gn.SkippedSteps(m.store); n != b.skipped {
+					t.Errorf("%s: SkippedSteps = %d, want %d", what, n, b.skipped)
+				}
 			}
 		}
 	}

@@ -47,7 +47,7 @@ func TestUserGramLinearization(t *testing.T) {
 	p := newProblem(31, 6, 9, 4, 0, 1) // d·C = 36 > b: the row space is the smaller one
 	var grams int
 	dnOut := run(t, func(in []*Node) []*Node {
-		dn := NewDense(newLinearHead(in[0], in[2], &grams), in[1])
+		dn, _ := newDense(newLinearHead(in[0], in[2], &grams), in[1])
 		return []*Node{dn.FGN, dn.Grad}
 	}, cast(p.h, dtypes.Float64), p.labels, cast(p.w, dtypes.Float64))
 	neg := make([]float64, len(dnOut[1]))

@@ -58,6 +58,8 @@ func TestCLIConventions(t *testing.T) {
 		{"unknown subcommand", []string{"nope"}, "", 2, "", `fgn: unknown subcommand "nope"`},
 		{"train --help", []string{"train", "--help"}, "", 0, "-damping", ""},
 		{"train -h", []string{"train", "-h"}, "", 0, "usage: fgn train", ""},
+		{"train beyond the machine's memory", []string{"train", "--method", "fgn", "--dim", "2048", "--classes", "100000000", "--out", out},
+			"", 2, "", "GiB available on this machine (MemAvailable in /proc/meminfo)"},
 		{"figure --help", []string{"figure", "--help"}, "", 0, "usage: fgn figure", ""},
 		{"figure mechanism --help", []string{"figure", "mechanism", "--help"}, "", 0, "-panels", ""},
 		{"headopt --help", []string{"headopt", "--help"}, "", 0, "usage: fgn headopt", ""},

@@ -218,7 +218,7 @@ func parseMethods(list string) ([]method.Method, error) {
 	return ms, nil
 }
 
-// dampingValue is a damping policy flag, by the names of fgn.ParseDampingPolicy.
+// dampingValue is a damping policy flag, by the policies' String names: "constant" or "lm".
 type dampingValue struct{ p *fgn.DampingPolicy }
 
 func (v dampingValue) String() string {
@@ -229,12 +229,13 @@ func (v dampingValue) String() string {
 }
 
 func (v dampingValue) Set(s string) error {
-	p, err := fgn.ParseDampingPolicy(s)
-	if err != nil {
-		return err
+	for _, p := range []fgn.DampingPolicy{fgn.ConstantDamping{}, fgn.LevenbergMarquardt()} {
+		if p.String() == s {
+			*v.p = p
+			return nil
+		}
 	}
-	*v.p = p
-	return nil
+	return fmt.Errorf("unknown damping policy %q (want %q or %q)", s, fgn.ConstantDamping{}, fgn.LevenbergMarquardt())
 }
 
 // dampingPolicy defines a damping policy flag whose default is fgn.ConstantDamping.

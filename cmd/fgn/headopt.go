@@ -13,10 +13,12 @@ import (
 	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/profile"
 	"github.com/fgn-paper/fgn/experiments/report"
+	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/cli"
 	"github.com/fgn-paper/fgn/internal/progress"
+	"github.com/gomlx/compute"
 )
 
 const headoptHelp = `usage: fgn headopt [select] [flags]
@@ -53,24 +55,39 @@ func addHeadoptFlags(fs *command) *headoptFlags {
 	}
 }
 
-// load returns the profile and the data the flags name.
-func (f *headoptFlags) load() (headopt.Profile, *headopt.Data, error) {
+// load returns the backend, the profile and the data the flags name, refusing data on which a
+// run of the profile's methods would not fit in the machine's memory (train.CheckMemory).
+func (f *headoptFlags) load() (compute.Backend, headopt.Profile, *headopt.Data, error) {
+	be, err := newBackend(*f.backend)
+	if err != nil {
+		return nil, headopt.Profile{}, nil, err
+	}
 	plan, err := profile.Named(*f.profile)
 	if err != nil {
-		return headopt.Profile{}, nil, cli.UsageError{Err: fmt.Errorf("headopt: --profile: %w", err)}
+		return nil, headopt.Profile{}, nil, cli.UsageError{Err: fmt.Errorf("headopt: --profile: %w", err)}
 	}
 	p := plan.Headopt
+	var d *headopt.Data
 	switch {
 	case *f.synthetic && *f.features != "":
-		return p, nil, cli.Usagef("headopt: --features and --synthetic exclude each other")
+		err = cli.Usagef("headopt: --features and --synthetic exclude each other")
 	case *f.synthetic:
-		d, err := headopt.Synthetic(p)
-		return p, d, err
+		d, err = headopt.Synthetic(p)
 	case *f.features != "":
-		d, err := headopt.LoadCache(*f.features)
-		return p, d, err
+		d, err = headopt.LoadCache(*f.features)
+	default:
+		err = cli.Usagef("headopt: name the data: --features DIR (a feature cache) or --synthetic (a stand-in, not Cars196)")
 	}
-	return p, nil, cli.Usagef("headopt: name the data: --features DIR (a feature cache) or --synthetic (a stand-in, not Cars196)")
+	if err != nil {
+		return be, p, d, err
+	}
+	for _, m := range p.Methods {
+		cfg := train.Config{Method: m, BatchSize: p.BatchSize}
+		if err := train.CheckMemory(cfg, d.Train.N, d.Test.N, d.Train.D, d.Classes); err != nil {
+			return be, p, d, cli.ConfigError{Err: fmt.Errorf("headopt: %w", err)}
+		}
+	}
+	return be, p, d, nil
 }
 
 // runProgress returns the per-run progress bars of the selection's candidate runs, labelled
@@ -80,82 +97,8 @@ func runProgress(w io.Writer, quiet bool) func(k, n int, m method.Method, seed u
 		return nil
 	}
 	return func(k, n int, m method.Method, seed uint64) func(done, total int) {
-		return runBar(w, fmt.Sprintf("run %d/%d %s seed %d", k, n, m, seed))
+		return runBar(w, headopt.RunLabel(k, n, m, seed))
 	}
-}
-
-// sweepBar is the sweep's progress display, one line: the run in flight with its own bar and
-// step count, then the count over all the sweep's steps (finished runs read back count as
-// done) and the time left, estimated from the rate of the steps trained so far (the methods'
-// steps differ in cost, so it is rough until every method has run). It is a progress.Bar:
-// redrawn on a terminal once the sweep has taken delay, periodic lines elsewhere.
-type sweepBar struct {
-	w     io.Writer
-	delay time.Duration
-	bar   *progress.Bar
-	// The run in flight: its label and steps; trained counts the steps trained since
-	// trainedSince, when the first trained run began.
-	run               string
-	runDone, runTotal int
-	trained           int
-	trainedSince      time.Time
-}
-
-func newSweepBar(w io.Writer) *sweepBar {
-	return &sweepBar{w: w, delay: 2 * time.Second}
-}
-
-// runProgress is headopt.SweepConfig.RunProgress.
-func (s *sweepBar) runProgress(k, n int, m method.Method, seed uint64) func(done, total int) {
-	s.run, s.runDone, s.runTotal = fmt.Sprintf("run %d/%d %s seed %d", k, n, m, seed), 0, 0
-	if s.trainedSince.IsZero() {
-		s.trainedSince = time.Now()
-	}
-	return func(done, total int) {
-		s.runDone, s.runTotal = done, total
-		s.trained++
-	}
-}
-
-// progress is headopt.SweepConfig.Progress.
-func (s *sweepBar) progress(done, total int) {
-	if s.bar == nil {
-		s.bar = progress.New(s.w, int64(total), progress.Options{Description: "sweep", Delay: s.delay})
-	}
-	desc := "sweep"
-	if s.run != "" {
-		desc = fmt.Sprintf("%s %s %d/%d · sweep", s.run, miniBar(s.runDone, s.runTotal, 10), s.runDone, s.runTotal)
-	}
-	if elapsed := time.Since(s.trainedSince); s.trained > 0 && done < total {
-		left := time.Duration(float64(elapsed) / float64(s.trained) * float64(total-done))
-		desc += fmt.Sprintf(" (≈%s left)", left.Round(time.Second))
-	}
-	s.bar.Describe(desc)
-	s.bar.Set(int64(done))
-}
-
-// clearing returns w, clearing the bar's line before every write so that log lines do not
-// land on it; the bar is redrawn on its next update.
-func (s *sweepBar) clearing(w io.Writer) io.Writer {
-	return writerFunc(func(p []byte) (int, error) {
-		if s.bar != nil {
-			s.bar.Clear()
-		}
-		return w.Write(p)
-	})
-}
-
-type writerFunc func(p []byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
-
-// miniBar draws done/total as a bar of width cells (done rounded down to whole cells).
-func miniBar(done, total, width int) string {
-	full := 0
-	if total > 0 {
-		full = min(width, max(0, done*width/total))
-	}
-	return "▕" + strings.Repeat("█", full) + strings.Repeat("░", width-full) + "▏"
 }
 
 // runHeadopt is the "headopt" subcommand.
@@ -179,11 +122,7 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 			return cli.Usagef("headopt: --thresholds: %v", err)
 		}
 	}
-	be, err := newBackend(*hf.backend)
-	if err != nil {
-		return err
-	}
-	p, d, err := hf.load()
+	be, p, d, err := hf.load()
 	if err != nil {
 		return err
 	}
@@ -206,8 +145,12 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 	cfg := headopt.MakeConfig{Profile: p, Settings: hypers, HyperSource: hyperSource, Thresholds: thresholds,
 		GridPoints: *gridPoints, Out: *hf.out, Command: command}
 	if !*hf.quiet {
-		bar := newSweepBar(stderr)
-		cfg.RunProgress, cfg.Progress, cfg.Log = bar.runProgress, bar.progress, bar.clearing(stdout)
+		bar := progress.NewNested(stderr, "sweep", 2*time.Second)
+		cfg.RunProgress = func(k, n int, m method.Method, seed uint64) func(done, total int) {
+			return bar.Item(headopt.RunLabel(k, n, m, seed))
+		}
+		cfg.Progress = bar.Set
+		cfg.Log = bar.Clearing(stdout)
 	}
 	paths, err := headopt.Make(be, cfg, d)
 	for _, path := range paths {
@@ -237,11 +180,7 @@ func runHeadoptSelect(args []string, stdout, stderr io.Writer) error {
 	if !(*fraction < 1) {
 		return cli.Usagef("headopt select: --val-fraction %g: want a fraction in (0, 1)", *fraction)
 	}
-	be, err := newBackend(*hf.backend)
-	if err != nil {
-		return err
-	}
-	p, d, err := hf.load()
+	be, p, d, err := hf.load()
 	if err != nil {
 		return err
 	}

@@ -29,13 +29,30 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 
+	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/internal/cli"
 )
 
 func main() {
+	limitHeap()
 	os.Exit(cli.Exit(run(os.Args[1:], os.Stdout, os.Stderr), os.Stderr, "fgn"))
+}
+
+// limitHeap sets the Go heap's soft limit to the memory available on the machine
+// (train.AvailableMemory) unless GOMEMLIMIT sets one, so that near it the collector runs more
+// often instead of letting garbage grow the heap to twice what is live: training refuses a run
+// whose live memory is estimated to exceed the available memory (train.CheckMemory), and the
+// limit keeps the garbage of one that fits from exceeding it.
+func limitHeap() {
+	if _, set := os.LookupEnv("GOMEMLIMIT"); set {
+		return
+	}
+	if available, ok := train.AvailableMemory(); ok {
+		debug.SetMemoryLimit(available)
+	}
 }
 
 func run(args []string, stdout, stderr io.Writer) error {

@@ -118,6 +118,12 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			classes, classesGiven, classesFrom = 32, true, "the synthetic mixture's default"
 		}
 		*standardize = false
+		for _, m := range ms { // before generating the data, which may not fit either
+			cfg := train.Config{Method: m, Model: train.Model{Hidden: *hidden}, BatchSize: *batch}
+			if err := train.CheckMemory(cfg, *examples, max(*examples/2, 1), *dim, classes); err != nil {
+				return cli.ConfigError{Err: fmt.Errorf("train: %w", err)}
+			}
+		}
 		source = fmt.Sprintf("synthetic Gaussian mixture (n=%d, d=%d, C=%d, separation %g)", *examples, *dim, classes, *separation)
 		if trainSet, err = features.GaussianMixture(*seed, 0, *examples, *dim, classes, *separation); err == nil {
 			evalSet, err = features.GaussianMixture(*seed, 1, max(*examples/2, 1), *dim, classes, *separation)
@@ -140,6 +146,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			Classes: classes, BatchSize: *batch, Epochs: *epochs, EvalEvery: *evalEvery, Seed: *seed}
 		if _, err := cfgs[i].Validate(trainSet, evalSet); err != nil {
 			return fmt.Errorf("train: %w", err)
+		}
+		if err := train.CheckMemory(cfgs[i], trainSet.N, evalSet.N, trainSet.D, classes); err != nil {
+			return cli.ConfigError{Err: fmt.Errorf("train: %w", err)}
 		}
 	}
 	if *standardize {

@@ -1,7 +1,9 @@
 // Package digits loads the optical-recognition-of-handwritten-digits data set (UCI optdigits,
 // test part, as scikit-learn ships it): 1797 grey-scale 8×8 images of the digits 0-9, each pixel
 // an integer count in [0, 16]. The data is embedded in the package, so it is available offline;
-// README.md beside this file gives its provenance, checksum and licence (CC BY 4.0).
+// README.md beside this file gives its provenance, checksum and licence (CC BY 4.0). Split and
+// Datasets give the standardised training and held-out parts that the examples and the model zoo
+// (experiments/zoo) train and evaluate on.
 package digits
 
 import (
@@ -11,7 +13,12 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"math/rand"
 	"strconv"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/dataset"
 
 	"github.com/fgn-paper/fgn/features"
 )
@@ -74,4 +81,59 @@ func parse(gz []byte) (*features.Set, error) {
 		return nil, fmt.Errorf("digits: %d examples, want %d", s.N, Examples)
 	}
 	return s, nil
+}
+
+// HeldOutFraction is the part of the data set that Split holds out: 20 %, stratified by digit.
+const HeldOutFraction = 0.2
+
+// Split loads the data set and splits it as the examples and experiments train on it: a
+// stratified HeldOutFraction held out by a seeded shuffle within each digit, and both parts
+// standardised per pixel with the training part's mean and standard deviation (a pixel constant
+// over the training part is only centred).
+func Split(seed uint64) (trainSet, heldOut *features.Set, err error) {
+	all, err := Load()
+	if err != nil {
+		return nil, nil, err
+	}
+	if trainSet, heldOut, err = features.StratifiedSplit(all, HeldOutFraction, seed); err != nil {
+		return nil, nil, fmt.Errorf("digits: %w", err)
+	}
+	if _, _, err := features.Standardize(trainSet, heldOut); err != nil {
+		return nil, nil, fmt.Errorf("digits: %w", err)
+	}
+	return trainSet, heldOut, nil
+}
+
+// Datasets returns Split(seed) as GoMLX in-memory datasets on be, with inputs N×64 float32 and
+// labels N×1 int32: the training part in static batches of batch examples, reshuffled every
+// epoch by a generator seeded with seed (the last partial batch is dropped, so every step sees
+// the same shapes), and the held-out part as a single batch, for train.Trainer.Eval.
+func Datasets(be compute.Backend, batch int, seed uint64) (trainDS, heldOutDS *dataset.InMemoryDataset, err error) {
+	trainSet, heldOut, err := Split(seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	if batch < 1 || batch > trainSet.N {
+		return nil, nil, fmt.Errorf("digits: batch size %d outside [1, %d], the training examples", batch, trainSet.N)
+	}
+	if trainDS, err = inMemory(be, "digits-train", trainSet); err != nil {
+		return nil, nil, err
+	}
+	trainDS.BatchSize(batch, true).Shuffle().WithRand(rand.New(rand.NewSource(int64(seed))))
+	if heldOutDS, err = inMemory(be, "digits-held-out", heldOut); err != nil {
+		return nil, nil, err
+	}
+	heldOutDS.BatchSize(heldOut.N, false)
+	return trainDS, heldOutDS, nil
+}
+
+// inMemory returns the set as a GoMLX in-memory dataset: inputs N×D float32, labels N×1 int32.
+func inMemory(be compute.Backend, name string, s *features.Set) (*dataset.InMemoryDataset, error) {
+	x := tensors.FromFlatDataAndDimensions(s.X, s.N, s.D)
+	y := tensors.FromFlatDataAndDimensions(s.Y, s.N, 1)
+	ds, err := dataset.InMemoryFromData(be, name, []any{x}, []any{y})
+	if err != nil {
+		return nil, fmt.Errorf("digits: %w", err)
+	}
+	return ds, nil
 }

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"math"
 	"strings"
 	"testing"
 )
@@ -66,6 +67,51 @@ func TestParseRejects(t *testing.T) {
 		_, err := parse(buf.Bytes())
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestSplit checks Split's parts: sizes, stratification (every digit held out in proportion),
+// and standardisation (training pixels of mean 0 and standard deviation 1 or, constant, 0).
+func TestSplit(t *testing.T) {
+	trainSet, heldOut, err := Split(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if trainSet.N+heldOut.N != Examples || heldOut.N < 355 || heldOut.N > 365 {
+		t.Fatalf("split %d + %d examples, want %d with about %.0f held out", trainSet.N, heldOut.N, Examples,
+			HeldOutFraction*Examples)
+	}
+	counts := make([]int, Classes)
+	for _, y := range heldOut.Y {
+		counts[y]++
+	}
+	for c, n := range counts { // round(0.2·n_c) with n_c in [174, 183]
+		if n < 35 || n > 37 {
+			t.Errorf("digit %d: %d held out, want 35-37", c, n)
+		}
+	}
+	for k := range Pixels {
+		var sum, sq float64
+		for i := range trainSet.N {
+			v := float64(trainSet.Example(i)[k])
+			sum += v
+			sq += v * v
+		}
+		mean, variance := sum/float64(trainSet.N), sq/float64(trainSet.N)
+		if math.Abs(mean) > 1e-5 || (math.Abs(variance-1) > 1e-4 && variance > 1e-10) {
+			t.Errorf("pixel %d: training mean %g and mean square %g, want 0 and 1 (or 0 if constant)", k, mean, variance)
+		}
+	}
+}
+
+// TestDatasetsRejectsBatch checks that a batch size outside [1, training examples] is an error
+// naming it.
+func TestDatasetsRejectsBatch(t *testing.T) {
+	for _, batch := range []int{0, Examples} {
+		_, _, err := Datasets(nil, batch, 1)
+		if err == nil || !strings.Contains(err.Error(), "batch size") {
+			t.Errorf("batch %d: error %v, want one naming the batch size", batch, err)
 		}
 	}
 }

@@ -78,7 +78,7 @@ func mlp(hidden int) func(scope *model.Scope, x *Node) *Node {
 // affine is the layer x W + b with variables W and b of scope, as layers.DenseWithBias
 // initialises them, built from MatMul and Add: layers.Dense builds GoMLX's fused Dense op on
 // backends that have it, whose gradient FGN's autodiff linearisation cannot differentiate
-// again (see fgn.Linearize).
+// again (see fgn.Linearize, and see compat.go: compatFusedDenseVJPNoGradient in package fgn).
 func affine(scope *model.Scope, x *Node, outputs int) *Node {
 	g := x.Graph()
 	w := scope.VariableWithShape("weights", shapes.Make(x.DType(), x.Shape().Dim(-1), outputs)).NodeValue(g)

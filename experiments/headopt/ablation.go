@@ -127,13 +127,7 @@ func MakeAblation(be compute.Backend, cfg AblationConfig, d *Data) ([]string, er
 		return paths, err
 	}
 	text, err := AblationCaption(back, d.Title())
-	if err != nil {
-		return paths, err
-	}
-	if err := writeText(files.Caption, text); err != nil {
-		return paths, err
-	}
-	return append(paths, files.Caption), nil
+	return writeCaption(paths, files.Caption, text, err)
 }
 
 // ruleColumn is the ablation table's column of quantity q under rule r.

@@ -70,11 +70,17 @@ func WriteAll(runs []Run, methods []method.Method, d *Data, files Files, thresho
 		return paths, err
 	}
 	text, err := Caption(back, d.Title())
+	return writeCaption(paths, files.Caption, text, err)
+}
+
+// writeCaption writes a caption (text, or the error of making it) to path and returns paths
+// with it.
+func writeCaption(paths []string, path, text string, err error) ([]string, error) {
 	if err != nil {
 		return paths, err
 	}
-	if err := writeText(files.Caption, text); err != nil {
+	if err := writeText(path, text); err != nil {
 		return paths, err
 	}
-	return append(paths, files.Caption), nil
+	return append(paths, path), nil
 }

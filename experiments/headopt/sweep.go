@@ -128,6 +128,11 @@ func Sweep(be compute.Backend, cfg SweepConfig, d *Data) ([]Run, error) {
 	return runs, nil
 }
 
+// RunLabel names run k of n, a method and seed, in progress displays.
+func RunLabel(k, n int, m method.Method, seed uint64) string {
+	return fmt.Sprintf("run %d/%d %s seed %d", k, n, m, seed)
+}
+
 // sweepProgress returns the step callback of run k of n: the run's own (cfg.RunProgress) and
 // the sweep's (cfg.Progress, offset by the stepsBefore steps of the earlier runs), or nil when
 // neither is set.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/fgn"
+	"github.com/fgn-paper/fgn/fgn/paper"
 )
 
 // AgreementConfig configures panel (c), the two-dimensional linear-logit construction of
@@ -96,13 +97,13 @@ type curvature2D struct {
 
 // agreementCurvatures evaluates, for each α, the logit map z(w) = A w + log p(α) of one example
 // (true class first) at w = 0, linearised by fgn.Linearize over the two-dimensional parameter w,
-// and returns the library's dense H_GGN, H_FGN and gradient (fgn.NewDense). At w = 0 the logits
+// and returns the library's dense H_GGN, H_FGN and gradient (paper.NewDense). At w = 0 the logits
 // are log p, so p = (p★, p_† ρ(α)), J_z = A, and NewDense's matrices are those of appendix G.1.
 func agreementCurvatures(backend compute.Backend, cfg AgreementConfig) ([]curvature2D, error) {
 	numClasses := cfg.Classes
 	exec, err := NewExec(backend, func(jac, offset, w, labels *Node) []*Node {
 		logits := Reshape(Add(Einsum("ck,k->c", jac, w), offset), 1, numClasses)
-		dn := fgn.NewDense(fgn.Linearize(logits, fgn.Vec{w}), labels)
+		dn := paper.NewDense(fgn.Linearize(logits, fgn.Vec{w}), labels)
 		return []*Node{dn.GGN, dn.FGN, dn.Grad, dn.Margin.Xi, dn.Margin.PStar}
 	})
 	if err != nil {
@@ -165,7 +166,7 @@ func Agreement(backend compute.Backend, cfg AgreementConfig) (*report.Table, err
 	}
 	trFGN0 := curv[0].fgn[0] + curv[0].fgn[3] // α = 0: ρ = e₁, ξ = 0
 	t := report.NewTable(AgreementColumns...)
-	t.Comment("panel", "(c) damped step agreement R = Delta_GGN(d_FGN)/Delta_GGN(d_GGN), H_GGN, H_FGN, g from fgn.NewDense over fgn.Linearize of z(w) = A w + log p at w = 0")
+	t.Comment("panel", "(c) damped step agreement R = Delta_GGN(d_FGN)/Delta_GGN(d_GGN), H_GGN, H_FGN, g from paper.NewDense over fgn.Linearize of z(w) = A w + log p at w = 0")
 	t.Comment("parameters", fmt.Sprintf("C=%d p_star=%g eta=%g beta=%g a_star=(-1,eta) a_j=(1,beta*t_j) rho(alpha)=(1-alpha)e1+alpha*1/(C-1) points=%d",
 		cfg.Classes, cfg.PStar, cfg.Eta, cfg.Beta, cfg.Points))
 	t.Comment("t_j", fmt.Sprintf("evenly spaced over [-%g, %g], centred (t_max=%g): %s (e1 is the first, smallest t)", cfg.TMax, cfg.TMax, cfg.TMax, formatFloats(cfg.T())))

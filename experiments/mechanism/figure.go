@@ -248,7 +248,7 @@ func Caption(ts *Tables) (string, error) {
 		}
 	}
 	fmt.Fprintf(b, "\n(b) Output-space traces of Theorem 3.1 for one example, from the library's dense matrices "+
-		"(fgn.NewDense: Kept, DroppedOut, Cov), against the competitor dispersion ξ; the shaded gap between full and "+
+		"(paper.NewDense: Kept, DroppedOut, Cov), against the competitor dispersion ξ; the shaded gap between full and "+
 		"retained is the dropped trace p†ξ; q = p★p† is the curvature weight of eq. (2.5). %s.\n", code(ts.Trace, "parameters"))
 	fmt.Fprintf(b, "\n(c) Fraction R of the full-GGN damped quadratic decrease retained by the damped FGN step in the "+
 		"two-dimensional linear-logit construction of appendix G.1, against ξ, for three damping scales. %s; t\\_j %s; %s.\n",

@@ -21,6 +21,7 @@ import (
 
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/fgn"
+	"github.com/fgn-paper/fgn/fgn/paper"
 )
 
 // underflowGap is the logit gap below the largest competitor given to competitors of zero
@@ -99,7 +100,7 @@ func (c TraceConfig) validate() error {
 
 // TraceColumns are the columns of the panel (b) table: the target ξ and the α of [Competitors]
 // that hits it; p★ and ξ as the library's Margin computes them from the logits; the traces of the
-// library's per-example output-space matrices (fgn.Dense Kept, DroppedOut and Cov, Theorem 3.1);
+// library's per-example output-space matrices (paper.Dense Kept, DroppedOut and Cov, Theorem 3.1);
 // and the closed forms of appendix G.1 at the nominal p★ and target ξ:
 //
 //	τ_ret = p★p_†(2−ξ),   τ_drop = p_†ξ,   τ_full = 2p★p_† + p_†²ξ.
@@ -118,7 +119,7 @@ func Trace(backend compute.Backend, cfg TraceConfig) (*report.Table, error) {
 	exec, err := NewExec(backend, func(logits, labels *Node) []*Node {
 		g := logits.Graph()
 		head := fgn.NewAffineHead(Ones(g, shapesF64(1, 1)), logits, Zeros(g, shapesF64(numClasses)))
-		dn := fgn.NewDense(head, labels)
+		dn := paper.NewDense(head, labels)
 		return []*Node{dn.Kept, dn.DroppedOut, dn.Cov, dn.Margin.PStar, dn.Margin.Xi}
 	})
 	if err != nil {
@@ -127,7 +128,7 @@ func Trace(backend compute.Backend, cfg TraceConfig) (*report.Table, error) {
 	defer exec.Finalize()
 
 	t := report.NewTable(TraceColumns...)
-	t.Comment("panel", "(b) output-space trace decomposition (Theorem 3.1), traces of fgn.NewDense's Kept, DroppedOut, Cov")
+	t.Comment("panel", "(b) output-space trace decomposition (Theorem 3.1), traces of paper.NewDense's Kept, DroppedOut, Cov")
 	t.Comment("parameters", fmt.Sprintf("p_star=%g C=%d points=%d, rho(alpha)=(1-alpha)e1+alpha*1/(C-1), true class first", cfg.PStar, numClasses, cfg.Points))
 	m := numClasses - 1
 	xiMax := 1 - 1/float64(m)

@@ -38,7 +38,7 @@ const (
 	// ExactProducts uses the model's closed-form Jacobian products where it has them: the affine
 	// head's (fgn.AffineHead). A model without them (an MLP) is linearised by autodiff.
 	ExactProducts Linearization = iota
-	// Autodiff linearises the logits by GoMLX autodiff (fgn.LinearizeFunc) even where closed forms
+	// Autodiff linearises the logits by GoMLX autodiff (fgn.Linearize) even where closed forms
 	// exist, as for any GoMLX model: "FGN (matrix-free, autodiff)" on an affine head.
 	Autodiff
 )
@@ -90,14 +90,14 @@ func ParseMethod(s string) (Method, error) {
 // AdamLearningRate is the step size of Adam in the paper's experiments (sec. 5, app. F.2).
 const AdamLearningRate = 3e-4
 
-// DefaultSettings returns the paper's settings for method m (sec. 5, app. F.2):
-// fgn.DefaultSettings (α = 0.1, λ = 1, CG at most 5 iterations with tolerance 10⁻⁵), with
-// Adam's α = 3·10⁻⁴, SGN's warm start and each FGN variant's row operator. FGN stops CG by the
-// paper's Algorithm 1, fgn.StopWhitenedRowResidual, so that the experiments reproduce the
-// paper's runs (the library's default, fgn.StopParameterResidual, is compared with it by the
-// head-optimisation ablation, headopt.MakeAblation). Adam uses only the learning rate.
+// DefaultSettings returns the paper's settings for method m (sec. 5, app. F.2): α = 0.1, λ = 1,
+// CG at most 5 iterations with tolerance 10⁻⁵, with Adam's α = 3·10⁻⁴, SGN's warm start and each
+// FGN variant's row operator. FGN stops CG by the paper's Algorithm 1, fgn.StopWhitenedRowResidual,
+// so that the experiments reproduce the paper's runs (the library's default,
+// fgn.StopParameterResidual, is compared with it by the head-optimisation ablation,
+// headopt.MakeAblation). Adam uses only the learning rate.
 func DefaultSettings(m Method) fgn.Settings {
-	s := fgn.DefaultSettings()
+	s := fgn.Settings{LearningRate: 0.1, Damping: 1, CG: fgn.CGSettings{MaxIterations: 5, Tolerance: 1e-5}}
 	switch m {
 	case Adam:
 		s.LearningRate = AdamLearningRate

@@ -258,7 +258,7 @@ func runBar(cfg Config, b build) func(i, runs int, m method.Method, seed uint64)
 		return nil
 	}
 	return func(i, runs int, m method.Method, seed uint64) func(done, total int) {
-		return cfg.RunBar(fmt.Sprintf("[%d/%d] run %d/%d %s seed %d", b.k, b.n, i, runs, m, seed))
+		return cfg.RunBar(fmt.Sprintf("[%d/%d] %s", b.k, b.n, headopt.RunLabel(i, runs, m, seed)))
 	}
 }
 

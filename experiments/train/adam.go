@@ -41,9 +41,9 @@ const (
 // and w again (0·w = 0). The selections are of scalars, and of whole operands on a scalar
 // condition (no mask the size of the parameters); m and v are each read once and no old value is
 // needed once the new one is formed, so a backend may update the parameters and the moments in
-// place. (An If on the condition would skip the arithmetic, but the pure-Go backend of compute
-// v0.1.14 puts back into its pool a captured buffer that an If branch has updated in place and
-// returned, so the next step overwrites the parameters the caller holds.)
+// place. (An If on the condition would skip the arithmetic, but the pure-Go backend puts back into
+// its pool a captured buffer that an If branch has updated in place and returned, so the next step
+// overwrites the parameters the caller holds; see compat.go: compatIfCapturedBuffer in package fgn.)
 func adamUpdate(scope *model.Scope, vars []*model.Variable, grad fgn.Vec, lr float64, loss *Node) *Node {
 	g := loss.Graph()
 	state := scope.Store().Scope(adamScope).WithInitializer(initializer.Zero)
@@ -56,11 +56,13 @@ func adamUpdate(scope *model.Scope, vars []*model.Variable, grad fgn.Vec, lr flo
 	size := Div(MulScalar(sqrtCorrection2, lr), correction1)
 	epsilon := MulScalar(sqrtCorrection2, adamEpsilon)
 
+	// One sum per tensor: a NaN or ±Inf entry makes the sum of squares NaN or +Inf.
 	squares := make(fgn.Vec, len(grad))
+	finite := IsFinite(loss)
 	for k, x := range grad {
 		squares[k] = Square(x)
+		finite = LogicalAnd(finite, IsFinite(ReduceAllSum(squares[k])))
 	}
-	finite := LogicalAnd(IsFinite(loss), fgn.AllFinite(squares))
 	stepVar.SetNodeValue(Where(finite, t, before))
 	for k, v := range vars {
 		dtype := v.Shape().DType

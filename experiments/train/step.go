@@ -157,7 +157,7 @@ func NewStep(be compute.Backend, store *model.Store, vars []*model.Variable, cfg
 	}
 	exec, err := model.NewExec(be, store, func(scope *model.Scope, in []*Node) []*Node {
 		// A step graph is a training graph, as in train.Trainer: a backend may embed the
-		// variables of other graphs as constants (the pure-Go backend does in gomlx v0.28.16).
+		// variables of other graphs as constants (see compat.go: compatVariablesAsConstants in package fgn).
 		scope.Store().SetTraining(in[0].Graph(), true)
 		var ht, gram *Node
 		if lay.ht {

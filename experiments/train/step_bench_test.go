@@ -54,7 +54,10 @@ var benchSteps = []struct {
 //     the collector may release;
 //   - MiB-heap-peak: the largest heap sampled every 200 µs during the timed steps under the
 //     default collector, which lets garbage grow to about the live heap before collecting it
-//     (GOGC=100), so the live peak plus up to as much garbage.
+//     (GOGC=100), so the live peak plus up to as much garbage;
+//   - live-peak/estimate: the live peak over what train.EstimateMemory counts of what the
+//     benchmark holds (a run's estimate less the loaded splits and the evaluator), at most 1
+//     when the estimate bounds it.
 //
 // The compilation's garbage is collected after the warm-up step.
 func BenchmarkStep(b *testing.B) {
@@ -72,6 +75,30 @@ func BenchmarkStep(b *testing.B) {
 func BenchmarkStepCars196(b *testing.B) {
 	for _, s := range benchSteps {
 		b.Run(s.name, func(b *testing.B) { benchmarkStep(b, s.m, s.lin, 128, 2048, 196) })
+	}
+}
+
+// scaleShapes are the (b, C) shapes of BenchmarkStepScale at d=2048: C ∈ {256, 4096, 32768} at
+// b=512 and b ∈ {128, 512, 2048} at C=4096.
+var scaleShapes = []struct{ batch, numClasses int }{
+	{512, 256}, {512, 4096}, {512, 32768}, {128, 4096}, {2048, 4096},
+}
+
+// BenchmarkStepScale is BenchmarkStep along the two axes along which the work grows, the classes
+// and the batch (scaleShapes), for the methods bench/peer.py has a PyTorch counterpart of (every
+// one of benchSteps but FGN (matrix-free, autodiff)). At C=32768 W alone is 256 MiB and a step
+// holds several d×C buffers (BENCHMARKS.md): run one shape at a time on a shared machine, e.g.
+// -bench 'StepScale/b=512/C=32768/FGN$'.
+func BenchmarkStepScale(b *testing.B) {
+	for _, shape := range scaleShapes {
+		for _, s := range benchSteps {
+			if s.lin == method.Autodiff {
+				continue
+			}
+			b.Run(fmt.Sprintf("b=%d/C=%d/%s", shape.batch, shape.numClasses, s.name), func(b *testing.B) {
+				benchmarkStep(b, s.m, s.lin, shape.batch, 2048, shape.numClasses)
+			})
+		}
 	}
 }
 
@@ -113,11 +140,17 @@ func benchmarkStep(b *testing.B, m method.Method, lin method.Linearization, batc
 	}
 	livePeak -= float64(baseline)
 	paramsAndBatch := float64(4 * (dim*numClasses + numClasses + batch*dim + batch))
+	// What train.EstimateMemory counts of what this benchmark holds: a run's state and step
+	// temporaries, and its batch with its layouts (EstimateMemory's data term less the loaded
+	// splits and the evaluator's copies, which the benchmark does not hold).
+	est := train.EstimateMemory(train.Config{Method: m, BatchSize: batch}, batch, 0, dim, numClasses)
+	estimate := float64(est.State+est.Step+est.Data) - float64(4*2*batch*dim)
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/step")
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/(1<<20), "MiB-alloc/step")
 	b.ReportMetric(livePeak/(1<<20), "MiB-live-peak")
 	b.ReportMetric(livePeak/paramsAndBatch, "live-peak/(params+batch)")
 	b.ReportMetric(heapPeak/(1<<20), "MiB-heap-peak")
+	b.ReportMetric(livePeak/estimate, "live-peak/estimate")
 }
 
 // liveSteps is the number of untimed steps sampleLivePeak runs.

@@ -138,10 +138,14 @@ func (c Config) Validate(trainSet, evalSet *features.Set) (classes int, err erro
 }
 
 // Run trains a freshly initialised model on trainSet and evaluates it on evalSet, on backend be.
-// Errors in the configuration or the data are returned before any computation.
+// Errors in the configuration or the data, and a run whose estimated memory exceeds the
+// machine's (CheckMemory), are returned before any computation.
 func Run(be compute.Backend, cfg Config, trainSet, evalSet *features.Set) (*Trace, error) {
 	classes, err := cfg.Validate(trainSet, evalSet)
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckMemory(cfg, trainSet.N, evalSet.N, trainSet.D, classes); err != nil {
 		return nil, err
 	}
 	var trace *Trace
@@ -233,8 +237,8 @@ func run(be compute.Backend, cfg Config, classes int, trainSet, evalSet *feature
 
 // evaluator computes the mean cross-entropy on both splits and the accuracy on the held-out one
 // for the current values of the model's parameters. It takes them as inputs of a plain graph:
-// a backend may embed the variables a non-training graph reads as constants (the pure-Go
-// backend does in gomlx v0.28.16), which would go stale as soon as the steps change them.
+// a non-training graph embeds the variables it reads as constants (see compat.go:
+// compatVariablesAsConstants in package fgn), which would go stale as soon as the steps change them.
 type evaluator struct {
 	exec         *Exec
 	vars         []*model.Variable

@@ -13,11 +13,10 @@
 //
 // The pure-Go backend runs with one graph executor (its option num_executors=1; an explicit
 // "go:num_executors=N" overrides it): the operations of a graph run one at a time, each
-// spread over the backend's worker pool. With several executors (compute v0.1.14's default),
-// the idle executors hold pool slots for the whole execution, and a large matrix product in
-// a While loop body then waits forever for a worker (the loop body's executor takes the last
-// slot). The option "parallelism=-1" avoids that wait too, but with it some graphs of compute
-// v0.1.14 fail intermittently ("input 0 for node Sub has been released already").
+// spread over the backend's worker pool. With several executors (the backend's default), a
+// large matrix product in a While loop body waits forever for a worker (see compat.go:
+// compatParallelExecutorDeadlock in package fgn). The option "parallelism=-1" avoids that wait too,
+// but with it some graphs fail intermittently (see compat.go: compatParallelismRace in package fgn).
 //
 // XLA options may follow the plugin after commas (e.g. "xla:cuda,preallocate=false"). PJRT
 // plugins are never downloaded: a plugin that is not installed is an error that says what to

@@ -1,4 +1,4 @@
-package fgn
+package paper
 
 import (
 	"fmt"
@@ -9,6 +9,9 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/support/exceptions"
+
+	"github.com/fgn-paper/fgn/fgn"
+	"github.com/fgn-paper/fgn/fgn/internal/hook"
 )
 
 // Method selects which direction AffineDirection computes, named by the repository's vocabulary
@@ -16,16 +19,16 @@ import (
 type Method int
 
 const (
-	// MethodFGN is FGN with the closed-form Gram of the affine head (FGNDirection with
-	// ClosedFormGram on the AffineHead).
+	// MethodFGN is FGN with the closed-form Gram of the affine head (fgn.FGNDirection with
+	// fgn.ClosedFormGram on the fgn.AffineHead).
 	MethodFGN Method = iota
 	// MethodFGNMatrixFree is FGN with the matrix-free row operator on the head's exact products
-	// (FGNDirection with MatrixFree on the AffineHead).
+	// (fgn.FGNDirection with fgn.MatrixFree on the fgn.AffineHead).
 	MethodFGNMatrixFree
 	// MethodFGNAutodiff is FGN with the matrix-free row operator on autodiff products
-	// (FGNDirection on Linearize of the head's logits).
+	// (fgn.FGNDirection on fgn.Linearize of the head's logits).
 	MethodFGNAutodiff
-	// MethodSGN is the full softmax-GGN direction by parameter-space CG (SGNDirection), cold start.
+	// MethodSGN is the full softmax-GGN direction by parameter-space CG (fgn.SGNDirection), cold start.
 	MethodSGN
 	// MethodGradient is the negative gradient −g.
 	MethodGradient
@@ -75,13 +78,13 @@ type AffineResult struct {
 // and the bias as λ does.
 //
 // It compiles a graph per call: it is meant for one-off use, diagnostics and notebooks. Training
-// loops build FGNDirection and friends into their own compiled step.
-func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias *tensors.Tensor, cfg Settings) (*AffineResult, error) {
+// loops build fgn.FGNDirection and friends into their own compiled step.
+func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias *tensors.Tensor, cfg fgn.Settings) (*AffineResult, error) {
 	if err := validateAffine(h, labels, w, bias, cfg); err != nil {
 		return nil, err
 	}
 	if method < MethodFGN || method > MethodGradient {
-		return nil, fmt.Errorf("fgn: unknown method %d", int(method))
+		return nil, fmt.Errorf("paper: unknown method %d", int(method))
 	}
 	// Labels of any integer type reach the graph as int32 (validated to lie in [0, C)).
 	var wide []int64
@@ -95,24 +98,27 @@ func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias 
 	var finite bool
 	err := exceptions.TryCatch[error](func() {
 		exec := MustNewExec(backend, func(h, labels, w, bias *Node) []*Node {
-			head := NewAffineHead(h, w, bias)
-			var dir *Direction
+			head := fgn.NewAffineHead(h, w, bias)
+			var dir *fgn.Direction
 			switch method {
 			case MethodFGN:
-				cfg.RowOperator = ClosedFormGram
-				dir = FGNDirection(head, labels, nil, cfg)
+				cfg.RowOperator = fgn.ClosedFormGram
+				dir = fgn.FGNDirection(head, labels, nil, cfg)
 			case MethodFGNMatrixFree:
-				cfg.RowOperator = MatrixFree
-				dir = FGNDirection(head, labels, nil, cfg)
+				cfg.RowOperator = fgn.MatrixFree
+				dir = fgn.FGNDirection(head, labels, nil, cfg)
 			case MethodFGNAutodiff:
-				dir = FGNDirection(Linearize(head.Logits(), head.Params()), labels, nil, cfg)
+				dir = fgn.FGNDirection(fgn.Linearize(head.Logits(), head.Params()), labels, nil, cfg)
 			case MethodSGN:
-				dir = SGNDirection(head, labels, nil, cfg)
+				dir = fgn.SGNDirection(head, labels, nil, cfg)
 			case MethodGradient:
-				m := NewMargin(head.Logits(), labels)
-				zero := ScalarZero(h.Graph(), h.DType())
-				dir = newDirection(vecScale(Scalar(h.Graph(), h.DType(), -1), m.Gradient(head)), m,
-					CGResult{Iterations: Const(h.Graph(), int32(0)), Residual: zero})
+				m := fgn.NewMargin(head.Logits(), labels)
+				grad := m.Gradient(head)
+				loss := ReduceAllMean(m.Loss)
+				dir = &fgn.Direction{D: fgn.Vec{Neg(grad[0]), Neg(grad[1])}, Loss: loss,
+					MeanPDagger: ReduceAllMean(m.PDagger), MeanXi: ReduceAllMean(m.Xi),
+					Iterations: Const(h.Graph(), int32(0)), Residual: ScalarZero(h.Graph(), h.DType()),
+					Finite: LogicalAnd(IsFinite(loss), LogicalAnd(IsFinite(ReduceAllSum(grad[0])), IsFinite(ReduceAllSum(grad[1]))))}
 			}
 			return []*Node{dir.D[0], dir.D[1], ConvertDType(dir.Loss, dtypes.Float64),
 				ConvertDType(dir.MeanPDagger, dtypes.Float64), ConvertDType(dir.MeanXi, dtypes.Float64),
@@ -126,7 +132,7 @@ func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias 
 		finite = tensors.ToScalar[bool](out[7])
 	})
 	if err != nil {
-		return nil, fmt.Errorf("fgn: computing the %s direction: %w", method, err)
+		return nil, fmt.Errorf("paper: computing the %s direction: %w", method, err)
 	}
 	if !finite {
 		return nil, overflowError(method, h, result.Loss)
@@ -141,16 +147,16 @@ func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias 
 func overflowError(method Method, h *tensors.Tensor, loss float64) error {
 	dtype := h.DType()
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
-		return fmt.Errorf("fgn: logits too large: the logits h W + 1 biasᵀ or the batch loss overflow %s "+
+		return fmt.Errorf("paper: logits too large: the logits h W + 1 biasᵀ or the batch loss overflow %s "+
 			"in the %s direction; scale the features, W or the bias down", dtype, method)
 	}
 	row, norm := largestRow(h)
 	if bound := math.Sqrt(largestFinite(dtype)); norm > bound {
-		return fmt.Errorf("fgn: features too large: ‖h_i‖² overflows %s in the %s direction "+
+		return fmt.Errorf("paper: features too large: ‖h_i‖² overflows %s in the %s direction "+
 			"(‖h_%d‖ = %.3g > %.3g, the square root of %s's largest value); scale the features down",
 			dtype, method, row, norm, bound, dtype)
 	}
-	return fmt.Errorf("fgn: features too large: the %s direction overflows %s (the curvature grows as "+
+	return fmt.Errorf("paper: features too large: the %s direction overflows %s (the curvature grows as "+
 		"‖h_i‖², SGN's CG products as ‖h_i‖⁴; the largest feature row is ‖h_%d‖ = %.3g); scale the "+
 		"features down", method, dtype, row, norm)
 }
@@ -199,46 +205,46 @@ func largestFinite(dtype dtypes.DType) float64 {
 	return math.MaxFloat64
 }
 
-func validateAffine(h, labels, w, bias *tensors.Tensor, cfg Settings) error {
+func validateAffine(h, labels, w, bias *tensors.Tensor, cfg fgn.Settings) error {
 	for _, in := range []struct {
 		name string
 		t    *tensors.Tensor
 	}{{"features", h}, {"labels", labels}, {"W", w}, {"bias", bias}} {
 		if in.t == nil {
-			return fmt.Errorf("fgn: %s tensor is nil", in.name)
+			return fmt.Errorf("paper: %s tensor is nil", in.name)
 		}
 	}
 	dtype := h.DType()
 	if dtype != dtypes.Float32 && dtype != dtypes.Float64 {
-		return fmt.Errorf("fgn: features must be float32 or float64, got %s", dtype)
+		return fmt.Errorf("paper: features must be float32 or float64, got %s", dtype)
 	}
 	if w.DType() != dtype || bias.DType() != dtype {
-		return fmt.Errorf("fgn: features, W and bias must share one dtype, got %s, %s, %s", dtype, w.DType(), bias.DType())
+		return fmt.Errorf("paper: features, W and bias must share one dtype, got %s, %s, %s", dtype, w.DType(), bias.DType())
 	}
 	if h.Rank() != 2 || w.Rank() != 2 || bias.Rank() != 1 {
-		return fmt.Errorf("fgn: need features b×d, W d×C and bias C, got shapes %s, %s, %s", h.Shape(), w.Shape(), bias.Shape())
+		return fmt.Errorf("paper: need features b×d, W d×C and bias C, got shapes %s, %s, %s", h.Shape(), w.Shape(), bias.Shape())
 	}
 	b, d, c := h.Shape().Dim(0), h.Shape().Dim(1), w.Shape().Dim(1)
 	if w.Shape().Dim(0) != d || bias.Shape().Dim(0) != c {
-		return fmt.Errorf("fgn: shape mismatch: features %s, W %s, bias %s", h.Shape(), w.Shape(), bias.Shape())
+		return fmt.Errorf("paper: shape mismatch: features %s, W %s, bias %s", h.Shape(), w.Shape(), bias.Shape())
 	}
 	if c < 2 {
-		return fmt.Errorf("fgn: need at least C=2 classes, got C=%d", c)
+		return fmt.Errorf("paper: need at least C=2 classes, got C=%d", c)
 	}
 	if b == 0 {
-		return fmt.Errorf("fgn: empty batch: features have 0 examples")
+		return fmt.Errorf("paper: empty batch: features have 0 examples")
 	}
 	if labels.Rank() != 1 || labels.Shape().Dim(0) != b {
-		return fmt.Errorf("fgn: labels must be a vector of length b=%d, got shape %s", b, labels.Shape())
+		return fmt.Errorf("paper: labels must be a vector of length b=%d, got shape %s", b, labels.Shape())
 	}
 	if !labels.DType().IsInt() {
-		return fmt.Errorf("fgn: labels must be integers, got %s", labels.DType())
+		return fmt.Errorf("paper: labels must be integers, got %s", labels.DType())
 	}
 	var labelErr error
 	labels.ConstFlatData(func(flat any) {
 		for i, y := range toInt64s(flat) {
 			if y < 0 || y >= int64(c) {
-				labelErr = fmt.Errorf("fgn: label %d of example %d is outside [0, %d)", y, i, c)
+				labelErr = fmt.Errorf("paper: label %d of example %d is outside [0, %d)", y, i, c)
 				return
 			}
 		}
@@ -251,14 +257,14 @@ func validateAffine(h, labels, w, bias *tensors.Tensor, cfg Settings) error {
 		t    *tensors.Tensor
 	}{{"features", h}, {"W", w}, {"bias", bias}} {
 		if idx := firstNonFinite(in.t); idx >= 0 {
-			return fmt.Errorf("fgn: %s has a NaN or Inf at flat index %d", in.name, idx)
+			return fmt.Errorf("paper: %s has a NaN or Inf at flat index %d", in.name, idx)
 		}
 	}
-	if err := cfg.validateSolve(); err != nil {
+	if err := hook.ValidateSolve.(func(fgn.Settings) error)(cfg); err != nil {
 		return err
 	}
 	if bLambda := float64(b) * cfg.Damping; bLambda > largestFinite(dtype) {
-		return fmt.Errorf("fgn: damping too large: bλ = %d·%g overflows %s", b, cfg.Damping, dtype)
+		return fmt.Errorf("paper: damping too large: bλ = %d·%g overflows %s", b, cfg.Damping, dtype)
 	}
 	return nil
 }
@@ -291,7 +297,7 @@ func toInt64s(flat any) []int64 {
 	case []uint:
 		return toInt64s(widenUnsigned(v))
 	}
-	panic(fmt.Sprintf("fgn: labels of Go type %T", flat))
+	panic(fmt.Sprintf("paper: labels of Go type %T", flat))
 }
 
 func widen[T int8 | int16 | int32 | int | uint8 | uint16 | uint32](v []T) []int64 {

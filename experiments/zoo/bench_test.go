@@ -1,0 +1,167 @@
+package zoo
+
+import (
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+
+	"github.com/fgn-paper/fgn/data/digits"
+	"github.com/fgn-paper/fgn/fgn"
+	"github.com/fgn-paper/fgn/internal/memprobe"
+)
+
+// costOptimizers are the optimizers BenchmarkModelZoo costs, each at its default settings (Adam's
+// learning rate does not change its cost).
+var costOptimizers = []Optimizer{
+	{"Adam", func() optimizer.Interface { return optimizer.Adam().Done() }},
+	{"SGN", func() optimizer.Interface { return fgn.SGN().Done() }},
+	{"FGN", func() optimizer.Interface { return fgn.FGN().Done() }},
+}
+
+// benchBatch is the batch size of the zoo's benchmarks, that of its training runs.
+const benchBatch = 128
+
+// BenchmarkModelZoo times one training step of each zoo model with Adam, SGN and FGN at their
+// default settings, through train.Trainer.TrainStep (the step train.Loop runs, fgn.Loss as the
+// loss) on the first 128 training images of data/digits (float32, seed 1), on the default
+// backend (run it in the SIMD build: GOEXPERIMENT=simd go test -run '^$' -bench ModelZoo
+// ./experiments/zoo). The paper's cost accounting (sec. 4.3, appendix "Cost accounting"): a step
+// of FGN or SGN is the logits, N_CG·(JVP + VJP) and one VJP, plus what the stopping rule and the
+// damping policy add; BenchmarkZooProducts times those products. It reports ms/step, MiB
+// allocated per step, and the live and sampled heap peaks above the heap before the benchmark
+// built anything, measured as BenchmarkStep (experiments/train) measures them (memprobe).
+func BenchmarkModelZoo(b *testing.B) {
+	be := testBackend
+	x, y := benchData(b)
+	for _, m := range Models {
+		for _, opt := range costOptimizers {
+			b.Run(m.Name+"/"+opt.Name, func(b *testing.B) {
+				memprobe.Settle()
+				baseline := memprobe.HeapBytes()
+				trainer := NewTrainer(be, m, opt, 1)
+				step := func() error {
+					_, err := trainer.TrainStep(train.Batch{
+						Inputs: []*tensors.Tensor{tensors.FromFlatDataAndDimensions(slices.Clone(x), benchBatch, digits.Pixels)},
+						Labels: []*tensors.Tensor{tensors.FromFlatDataAndDimensions(slices.Clone(y), benchBatch, 1)},
+					})
+					return err
+				}
+				if err := step(); err != nil { // compiles the step
+					b.Fatal(err)
+				}
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				sampler := memprobe.StartPeak()
+				b.ResetTimer()
+				for range b.N {
+					if err := step(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				heapPeak := sampler.Stop()
+				runtime.ReadMemStats(&after)
+				livePeak, err := memprobe.LivePeak(3, step)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/step")
+				b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/(1<<20), "MiB-alloc/step")
+				b.ReportMetric(mib(livePeak, baseline), "MiB-live-peak")
+				b.ReportMetric(mib(heapPeak, baseline), "MiB-heap-peak")
+			})
+		}
+	}
+}
+
+// BenchmarkZooProducts times, for each zoo model on the batch of BenchmarkModelZoo, the graphs
+// of the products a Gauss-Newton step is made of: the logits z alone (forward), the logits and
+// one JVP J_z v of fgn.Linearize (forward+JVP), and the logits and one VJP J_zᵀu
+// (forward+VJP), with v the parameters themselves and u the logits. Each graph takes the
+// parameters as inputs, as a training step does. Besides each graph's ms per call it reports
+// the product's cost relative to a forward pass, (t(forward+product) − t(forward)) / t(forward),
+// in the forward+JVP and forward+VJP sub-benchmarks (JVP/forward, VJP/forward), from the
+// forward time measured just before them.
+func BenchmarkZooProducts(b *testing.B) {
+	be := testBackend
+	x, _ := benchData(b)
+	for _, m := range Models {
+		var forward float64
+		for _, g := range []struct {
+			name  string
+			build func(logits *Node, params fgn.Vec) []*Node
+		}{
+			{"forward", func(logits *Node, _ fgn.Vec) []*Node { return []*Node{logits} }},
+			{"forward+JVP", func(logits *Node, params fgn.Vec) []*Node {
+				return []*Node{logits, fgn.Linearize(logits, params).JVP(params)}
+			}},
+			{"forward+VJP", func(logits *Node, params fgn.Vec) []*Node {
+				return append([]*Node{logits}, fgn.Linearize(logits, params).VJP(logits)...)
+			}},
+		} {
+			b.Run(m.Name+"/"+g.name, func(b *testing.B) {
+				store := model.NewStore()
+				store.SetParam(model.ParamInitialSeed, int64(1))
+				exec, err := model.NewExec(be, store, func(scope *model.Scope, x *Node) []*Node {
+					store.SetTraining(x.Graph(), true)
+					logits := m.Fn(scope, x)
+					var params fgn.Vec
+					for v := range scope.IterVariables() {
+						params = append(params, v.NodeValue(x.Graph()))
+					}
+					return g.build(logits, params)
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer exec.Finalize()
+				input := tensors.FromFlatDataAndDimensions(x, benchBatch, digits.Pixels)
+				run := func() {
+					out, err := exec.Exec(input)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, t := range out {
+						t.FinalizeAll()
+					}
+				}
+				run()
+				b.ResetTimer()
+				for range b.N {
+					run()
+				}
+				ms := float64(b.Elapsed().Microseconds()) / 1e3 / float64(b.N)
+				b.ReportMetric(ms, "ms/call")
+				switch {
+				case g.name == "forward":
+					forward = ms
+				case forward > 0:
+					b.ReportMetric((ms-forward)/forward, strings.TrimPrefix(g.name, "forward+")+"/forward")
+				}
+			})
+		}
+	}
+}
+
+// benchData returns the first benchBatch training images and labels of digits.Split(1).
+func benchData(b *testing.B) ([]float32, []int32) {
+	b.Helper()
+	trainSet, _, err := digits.Split(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return trainSet.X[:benchBatch*digits.Pixels], trainSet.Y[:benchBatch]
+}
+
+// mib returns the bytes above baseline in MiB.
+func mib(bytes, baseline uint64) float64 {
+	return (float64(bytes) - float64(baseline)) / (1 << 20)
+}

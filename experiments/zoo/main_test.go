@@ -1,0 +1,5 @@
+package zoo
+
+import "github.com/fgn-paper/fgn/fgn/backend"
+
+var testBackend = backend.MustNew()

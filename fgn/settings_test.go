@@ -1,0 +1,24 @@
+package fgn
+
+import "testing"
+
+// TestSettingsDefaults checks PaperSettings against the constants of the paper's Algorithm 1 and
+// app. F.2, and that DefaultSettings differs from it in the stopping rule alone.
+func TestSettingsDefaults(t *testing.T) {
+	paper := PaperSettings()
+	want := Settings{LearningRate: 0.1, Damping: 1,
+		CG: CGSettings{MaxIterations: 5, Tolerance: 1e-5, StoppingRule: StopWhitenedRowResidual}}
+	if paper != want {
+		t.Errorf("PaperSettings() = %+v, want %+v", paper, want)
+	}
+	lib := DefaultSettings()
+	want.CG.StoppingRule = StopParameterResidual
+	if lib != want {
+		t.Errorf("DefaultSettings() = %+v, want %+v", lib, want)
+	}
+	for name, s := range map[string]Settings{"PaperSettings": paper, "DefaultSettings": lib} {
+		if err := s.Validate(); err != nil {
+			t.Errorf("%s().Validate() = %v", name, err)
+		}
+	}
+}

@@ -47,9 +47,17 @@ go_install() {
 }
 
 # cgo (go-xla's PJRT loader) needs a C compiler; jupyter-nbconvert, jupyter-client and
-# python3-nbclient execute the notebooks headlessly.
+# python3-nbclient execute the notebooks headlessly. With --browser also the classic Notebook
+# (jupyter-notebook) and chromium, which run them in a browser (.ci/browser.sh); the image, whose
+# front end is JupyterLab, does without.
+packages=(gcc libc6-dev ca-certificates git jupyter-nbconvert jupyter-client python3-nbclient)
+case "${1:-}" in
+  "") ;;
+  --browser) packages+=(jupyter-notebook chromium) ;;
+  *) echo "usage: $0 [--browser]" >&2; exit 2 ;;
+esac
 missing=()
-for pkg in gcc libc6-dev ca-certificates git jupyter-nbconvert jupyter-client python3-nbclient; do
+for pkg in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -11,8 +11,8 @@ import (
 //
 //	J_z (V, v) = h V + 1 vᵀ,       J_zᵀ m = (hᵀ m, 1ᵀ m).
 //
-// It is exact (the logits are linear in (W, b)), costs one b×d×C product per call, and is safe
-// to use inside in-graph loops. Params is (W, bias), or (W) for a head without bias (z = h W,
+// It is exact (the logits are linear in (W, b): LinearInParams), costs one b×d×C product per
+// call, and is safe to use inside in-graph loops (WhileSafe). Params is (W, bias), or (W) for a head without bias (z = h W,
 // J_zᵀ m = hᵀ m). W may also be laid out C×d, as GoMLX's nn.Dense takes it with
 // compute.DenseLayoutOutputsInput (NewDenseHead): then z = h Wᵀ and the W products are
 // transposed. It is a GramLinearization: MarginGram forms the margin Gram in closed form
@@ -89,7 +89,12 @@ func biasShape(bias *Node) any {
 }
 
 func (a *AffineHead) Logits() *Node { return a.logits }
-func (a *AffineHead) whileSafe()    {}
+
+// WhileSafe reports true: the products are matrix products of nodes built outside the loop.
+func (a *AffineHead) WhileSafe() bool { return true }
+
+// LinearInParams reports true: the logits are affine in the parameters.
+func (a *AffineHead) LinearInParams() bool { return true }
 
 func (a *AffineHead) Params() Vec {
 	if a.Bias == nil {

@@ -41,7 +41,7 @@ func (sys cgSystem) apply(v Vec) (cv, av Vec) {
 
 // solveCG runs CG on sys. With inLoop the iterations run in a GoMLX While loop that exits as soon
 // as the test passes, so on XLA the whole solve stays on the device; sys's operator must then be
-// buildable inside a While body (see whileSafe). Otherwise they are unrolled into the graph and an
+// buildable inside a While body (see WhileSafe). Otherwise they are unrolled into the graph and an
 // iteration past convergence is masked to a no-op, so the operator may be any graph function,
 // autodiff products included.
 //
@@ -220,9 +220,9 @@ func vecSelect(mask *Node, onTrue, onFalse Vec) Vec {
 // whileLoop runs body while cond holds, as a GoMLX While loop, which exits as soon as the
 // tolerance is met and keeps the whole solve on the device on XLA.
 //
-// Only operators free of autodiff nodes may run in it (AffineHead's products and the closed-form
-// Gram; see inWhileLoop): a Gradient built inside a While body fails (see compat.go:
-// compatWhileGradient). CG on any other operator is unrolled instead.
+// Only the closed-form Gram and the products of a WhileSafe linearisation may run in it: the
+// pure-Go backend runs some While bodies with a stale plan, a Gradient built inside one among them
+// (see compat.go: compatWhileGradient). CG on any other operator is unrolled instead.
 //
 // A scalar constant first created inside a closure and later requested by the main function (or a
 // sibling closure) is a node of the wrong scope (see compat.go: compatScalarCache). Building cond and

@@ -23,6 +23,13 @@ const (
 	// TestCompatFusedDenseVJPNoGradient.
 	compatFusedDenseVJPNoGradient = "FusedDenseVJP has no gradient"
 
+	// compatFusedActivationVJPClone: GoMLX's Node.CloneWithInputs of a FusedActivationVJP node
+	// with the activation's input x reads its new inputs as (y, x, dOutput), but the node lists
+	// them (Node.Inputs) as (y, dOutput, x), so a clone given its node's own inputs swaps x and
+	// dOutput and computes another product. subgraph.clone (forward.go) reorders them. Checked:
+	// gomlx v0.28.16. Test: TestCompatFusedActivationVJPClone.
+	compatFusedActivationVJPClone = "FusedActivationVJP clones with x and dOutput swapped"
+
 	// compatRowDotsLargeKernel: the pure-Go backend's DotGeneral runs a batched product of two
 	// vectors per row, such as the row-wise dot products Einsum("ic,ic->i", a, a), on its large
 	// (packed, AVX-512) matrix kernel once b·C exceeds its small-product threshold (2²² flops),
@@ -37,11 +44,15 @@ const (
 	compatRowDotsLargeKernel = "batched row dot products run on the packed matrix kernel"
 
 	// compatWhileGradient: a Gradient built inside a While body fails on the pure-Go backend
-	// ("input 0 for node Mul not computed yet"): it compiles a closure's execution plan before its
-	// graph optimiser rewires the closure's nodes. CG runs in a While loop only on operators free of
-	// autodiff (AffineHead's products, the closed-form Gram; inWhileLoop, whileLoop in cg.go) and is
-	// unrolled on any other; saturatedCoupling (rowspace.go) forms autodiff products outside its If.
-	// Checked: gomlx v0.28.16, compute v0.1.14. Test: TestCompatWhileGradient.
+	// ("input 0 for node Mul not computed yet"): it compiles a closure's execution plan when the
+	// closure is built, before its graph optimiser (ImplicitBroadcastFusion) rewires the consumers
+	// of a same-rank or scalar BroadcastInDim to the broadcast's input, and Gradient builds such
+	// broadcasts of the closure's own nodes. CG runs in a While loop only on operators free of
+	// them (inWhileLoop, whileLoop in cg.go): AffineHead's products, the closed-form Gram, and
+	// Linearize's products when subgraph.closureSafe (forward.go) finds none in the nodes they
+	// clone; it is unrolled on any other. saturatedCoupling (rowspace.go) forms autodiff products
+	// outside its If. Checked: gomlx v0.28.16, compute v0.1.3 to v0.1.14. Test:
+	// TestCompatWhileGradient.
 	compatWhileGradient = "Gradient inside a While body"
 
 	// compatWhileEarlyOutputs: the pure-Go backend fails ("index out of range") on a graph whose only
@@ -72,14 +83,6 @@ const (
 	// v0.1.14. Test: TestCompatParallelExecutorDeadlock, run only with FGN_COMPAT_SLOW=1 (it passes
 	// after a one-minute timeout, abandoning the deadlocked execution).
 	compatParallelExecutorDeadlock = "parallel executors deadlock on a large product in a While body"
-
-	// compatParallelismRace: the pure-Go backend's option parallelism=-1, which also avoids that
-	// deadlock, made some graphs fail intermittently ("input 0 for node Sub has been released
-	// already"); fgn/backend does not use it. Seen: compute v0.1.14. TestCompatParallelismRace (run
-	// with FGN_COMPAT_SLOW=1: 200 runs of FGN and SGN directions with 8 executors and
-	// parallelism=-1) has not reproduced it on a 2-core machine, so it fails today: a graph that
-	// reproduces it is still to be found, or the entry is to be deleted and the option allowed.
-	compatParallelismRace = "parallelism=-1 releases buffers still in use"
 
 	// compatSIMDNaN: the vectorised kernels of the SIMD build (GOEXPERIMENT=simd) evaluate Exp, Tanh
 	// and Logistic of NaN to numbers (Exp(NaN) = 0 in float32, Tanh(NaN) = −1, Logistic(NaN) = 1).

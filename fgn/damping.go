@@ -125,66 +125,24 @@ type StepDamping struct {
 	Accepted *Node
 }
 
-// LogitsEvaluator is a Linearization that can also evaluate the logit map at other parameters,
-// as adaptive damping needs for the batch loss at the trial point w + s. LinearizeFunc provides
-// it for any model function; the affine head needs no evaluation (its logits are linear in the
-// parameters, z(w + s) = z + J_z s).
-type LogitsEvaluator interface {
-	Linearization
-	// LogitsAt returns the logits (b×C) of the same batch at params, shaped like Params().
-	LogitsAt(params Vec) *Node
-}
-
-// LinearizeFunc is Linearize for the logits fn(params) of a model function fn, which it keeps so
-// that the logits can be evaluated at other parameters (LogitsEvaluator). fn must build the
-// logits of the batch from the given parameter nodes alone (the features captured).
-func LinearizeFunc(fn func(params Vec) *Node, params Vec) LogitsEvaluator {
-	return &funcLinearization{Linearization: Linearize(fn(params), params), fn: fn}
-}
-
-type funcLinearization struct {
-	Linearization
-	fn func(Vec) *Node
-}
-
-func (l *funcLinearization) LogitsAt(params Vec) *Node {
-	own := l.Params()
-	if len(params) != len(own) {
-		exceptions.Panicf("fgn: LogitsAt got %d parameters, the linearisation has %d", len(params), len(own))
-	}
-	for k, p := range params {
-		if !p.Shape().Equal(own[k].Shape()) {
-			exceptions.Panicf("fgn: LogitsAt parameter %d has shape %s, want %s", k, p.Shape(), own[k].Shape())
-		}
-	}
-	return l.fn(params)
-}
-
-// linearInParams marks linearisations whose logits are affine in the parameters, so that
-// z(w + s) = z + J_z s exactly.
-type linearInParams interface{ linearInParams() }
-
-func (a *AffineHead) linearInParams() {}
-
 // checkTrialLogits panics, naming what to use, when an adaptive policy is paired with a
 // linearisation that cannot give the logits at the trial point.
 func checkTrialLogits(lin Linearization, policy DampingPolicy, optimizer string) {
 	if !policy.Adaptive() {
 		return
 	}
-	_, linear := lin.(linearInParams)
 	_, evaluator := lin.(LogitsEvaluator)
-	if !linear && !evaluator {
+	if !linearInParams(lin) && !evaluator {
 		exceptions.Panicf("fgn: %s with %s damping needs the batch loss at the trial point w + αd, which a %T "+
-			"cannot evaluate: use Linearize(logits, params), an AffineHead, or a Linearization with LogitsAt "+
-			"(LogitsEvaluator)", optimizer, policy, lin)
+			"cannot evaluate: use Linearize(logits, params), an AffineHead, or a Linearization that is a "+
+			"LogitsEvaluator or LinearInParams", optimizer, policy, lin)
 	}
 }
 
 // trialLogits returns the logits at the updated parameters w + s: z + J_z s for a linearisation
 // linear in its parameters (zs = J_z s), else LogitsAt(updated).
 func trialLogits(lin Linearization, zs *Node, updated Vec) *Node {
-	if _, ok := lin.(linearInParams); ok {
+	if linearInParams(lin) {
 		return Add(lin.Logits(), zs)
 	}
 	return lin.(LogitsEvaluator).LogitsAt(updated)

@@ -14,7 +14,7 @@ import (
 )
 
 // lmCases are the assemblies the damping tests run: FGN's three row operators and SGN, on the
-// affine head and on an MLP linearised with LinearizeFunc.
+// affine head and on an MLP linearised by Linearize.
 var lmCases = []struct {
 	name string
 	opt  func() *GNConfig
@@ -22,9 +22,9 @@ var lmCases = []struct {
 }{
 	{"FGN affine closed form", FGN, false},
 	{"FGN affine matrix-free", func() *GNConfig { return FGN().RowOperator(MatrixFree) }, false},
-	{"FGN mlp LinearizeFunc", FGN, true},
+	{"FGN mlp autodiff", FGN, true},
 	{"SGN affine", SGN, false},
-	{"SGN mlp LinearizeFunc", SGN, true},
+	{"SGN mlp autodiff", SGN, true},
 }
 
 // lmStep is one optimizer step's telemetry, with the flattened direction and parameters.
@@ -97,7 +97,6 @@ func TestLMDecreasesMatchDense(t *testing.T) {
 	for _, tc := range lmCases {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newOptModel(p, tc.mlp, false)
-			m.modelFunc = true
 			opt := tc.opt().LearningRate(alpha).Damping(lambda).DampingPolicy(LevenbergMarquardt()).Done()
 			s := m.lmSteps(t, opt, p, 1)[0]
 			dn := runDense(t, p, tc.mlp)
@@ -154,7 +153,6 @@ func TestLMAdapts(t *testing.T) {
 	for _, tc := range lmCases {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newOptModel(p, tc.mlp, false)
-			m.modelFunc = true
 			opt := tc.opt().LearningRate(1.5).Damping(1e-2).CGMaxIterations(20).DampingPolicy(policy).Done()
 			trace := m.lmSteps(t, opt, p, steps)
 			var ups, downs, rejected int
@@ -279,7 +277,7 @@ func TestDampingErrors(t *testing.T) {
 	// An adaptive policy with a linearisation that cannot evaluate the trial logits is a
 	// graph-building error naming what to use.
 	p := newProblem(44, 6, 4, 3, 3, 1)
-	const want = "use Linearize(logits, params), an AffineHead, or a Linearization with LogitsAt"
+	const want = "use Linearize(logits, params), an AffineHead, or a Linearization that is a LogitsEvaluator or LinearInParams"
 	m := newOptModel(p, true, false)
 	_, err := model.MustNewExec(testBackend, m.store, func(scope *model.Scope, h, labels *Node) *Node {
 		scope.Store().SetTraining(h.Graph(), true) // a step graph: the variables are its inputs

@@ -13,30 +13,30 @@ import (
 	"github.com/gomlx/gomlx/support/exceptions"
 )
 
-// subgraph is the part of a built graph that lies between a set of source nodes and an output:
-// the nodes the output depends on that depend on a source, in topological order (every node after
-// its inputs). It is the one walk of the graph that Linearize needs, and it serves two
-// transformations:
+// subgraph is the part of a built graph that lies between a set of source nodes and some
+// outputs: the nodes the outputs depend on that depend on a source, in topological order (every
+// node after its inputs). It is the one walk of the graph that Linearize needs, and it serves
+// two transformations:
 //
-//   - clone rebuilds the output with other nodes substituted for the sources (Node.CloneWithInputs
-//     on each node of the walk), e.g. the logits z(w + s) at a trial point;
+//   - clone rebuilds the outputs with other nodes substituted for the sources (Node.CloneWithInputs
+//     on each node of the walk), e.g. the logits z(w + s) at a trial point, or a product built
+//     once with placeholder inputs and applied to other inputs (linearMap);
 //   - tangent propagates tangents of the sources forward through the walk, one rule per op type
-//     (tangentRules), and returns the output's tangent: J v, forward-mode differentiation of the
+//     (tangentRules), and returns the outputs' tangents: J v, forward-mode differentiation of the
 //     graph as built.
 //
 // Nodes that do not depend on a source (the features, the labels, non-trainable variables) are
 // shared, never copied.
 type subgraph struct {
-	out     *Node
+	outs    []*Node
 	sources []*Node
 	source  map[*Node]int // index in sources
-	nodes   []*Node       // dependents of the sources reached from out, topological order
+	nodes   []*Node       // dependents of the sources reached from outs, topological order
 }
 
-// walk returns the subgraph from sources to out. It panics if out does not depend on any
-// source.
-func walk(out *Node, sources []*Node) *subgraph {
-	s := &subgraph{out: out, sources: sources, source: make(map[*Node]int, len(sources))}
+// walk returns the subgraph from sources to outs. It panics if no output depends on a source.
+func walk(outs, sources []*Node) *subgraph {
+	s := &subgraph{outs: outs, sources: sources, source: make(map[*Node]int, len(sources))}
 	for i, src := range sources {
 		s.source[src] = i
 	}
@@ -62,14 +62,21 @@ func walk(out *Node, sources []*Node) *subgraph {
 		}
 		return d
 	}
-	if !visit(out) {
-		exceptions.Panicf("fgn: %s does not depend on any of the %d parameters", out, len(sources))
+	reached := false
+	for _, out := range outs {
+		if visit(out) {
+			reached = true
+		}
+	}
+	if !reached {
+		exceptions.Panicf("fgn: %s does not depend on any of the %d parameters", outs[0], len(sources))
 	}
 	return s
 }
 
-// clone returns out computed from subst in place of the sources (same shapes and dtypes).
-func (s *subgraph) clone(subst []*Node) *Node {
+// clone returns the outputs computed from subst in place of the sources (same shapes and
+// dtypes).
+func (s *subgraph) clone(subst []*Node) []*Node {
 	if len(subst) != len(s.sources) {
 		exceptions.Panicf("fgn: got %d substitutes for %d parameters", len(subst), len(s.sources))
 	}
@@ -87,22 +94,53 @@ func (s *subgraph) clone(subst []*Node) *Node {
 				in[k] = v
 			}
 		}
+		if n.Type() == NodeTypeFusedActivationVJP && len(in) == 3 {
+			in[1], in[2] = in[2], in[1] // see compat.go: compatFusedActivationVJPClone
+		}
 		value[n] = n.CloneWithInputs(in...)
 	}
-	return value[s.out]
+	outs := make([]*Node, len(s.outs))
+	for k, out := range s.outs {
+		if outs[k] = value[out]; outs[k] == nil {
+			outs[k] = out // does not depend on the sources
+		}
+	}
+	return outs
 }
 
-// tangent returns the tangent of out given the tangents v of the sources (shaped like them; a
-// nil entry is a zero tangent): J v, where J is the Jacobian of out with respect to the sources.
+// closureSafe reports whether the clone of the subgraph may be built inside a closure (a While
+// body) on every backend: it holds no BroadcastInDim of a node the clone computes to the same
+// rank or from a scalar, which the pure-Go backend's optimiser removes after the closure's
+// execution plan is compiled (see compat.go: compatWhileGradient).
+func (s *subgraph) closureSafe() bool {
+	cloned := make(map[*Node]bool, len(s.nodes)+len(s.sources))
+	for _, n := range s.sources {
+		cloned[n] = true
+	}
+	for _, n := range s.nodes {
+		cloned[n] = true
+	}
+	for _, n := range s.nodes {
+		if x := n.Inputs(); n.Type() == NodeTypeBroadcastInDim && cloned[x[0]] && (x[0].Rank() == n.Rank() || x[0].Rank() == 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// tangent returns the tangents of the outputs given the tangents v of the sources (shaped like
+// them; a nil entry is a zero tangent): J v, where J is the Jacobian of the outputs with respect
+// to the sources.
 //
 // Each node's tangent is built from its inputs' tangents by the rule of its op type
 // (tangentRules), from the primal nodes of the walk, which the forward pass computes once. A
 // zero tangent is carried as nil and never materialised: a term of a rule whose tangent input is
 // zero is dropped, and a node with only zero tangent inputs has a zero tangent. StopGradient
-// nodes have a zero tangent, as their VJP is zero. An op with no rule falls back to the double
-// VJP of that one op (localJVP); when that fails too, tangent panics naming the op and the
-// parameters it depends on.
-func (s *subgraph) tangent(v []*Node) *Node {
+// nodes (GoMLX marks comparisons so) and nodes of integer or boolean dtype have a zero tangent,
+// as their VJP is zero. An op with no rule falls back to the double VJP of that one op
+// (localJVP); when that fails too, tangent panics naming the op and the parameters it depends
+// on.
+func (s *subgraph) tangent(v []*Node) []*Node {
 	tan := make(map[*Node]*Node, len(s.nodes)+len(v))
 	for i, src := range s.sources {
 		if v[i] != nil {
@@ -113,8 +151,8 @@ func (s *subgraph) tangent(v []*Node) *Node {
 		}
 	}
 	for _, n := range s.nodes {
-		if n.StopGradient() {
-			continue
+		if n.StopGradient() || !n.DType().IsFloat() {
+			continue // comparisons, indices: no tangent
 		}
 		inputs := n.Inputs()
 		ts := make([]*Node, len(inputs))
@@ -137,11 +175,13 @@ func (s *subgraph) tangent(v []*Node) *Node {
 		}
 		tan[n] = t
 	}
-	t := tan[s.out]
-	if t == nil {
-		return ZerosLike(s.out)
+	outs := make([]*Node, len(s.outs))
+	for k, out := range s.outs {
+		if outs[k] = tan[out]; outs[k] == nil {
+			outs[k] = ZerosLike(out)
+		}
 	}
-	return t
+	return outs
 }
 
 // layerOf names the parameters n depends on (variables are named after their layer's scope).
@@ -191,14 +231,12 @@ func init() {
 		NodeTypeIdentity: linear, NodeTypeReshape: linear, NodeTypeTranspose: linear,
 		NodeTypeBroadcastInDim: linear, NodeTypeSlice: linear, NodeTypeConcatenate: linear,
 		NodeTypeReduceSum: linear, NodeTypeNeg: linear, NodeTypeConvertDType: linear,
-		NodeTypeReverse: linear, NodeTypeCumSum: linear, NodeTypeDynamicReshape: linear,
+		NodeTypeReverse: linear, NodeTypeCumSum: linear,
 		NodeTypeAdd: addTangent, NodeTypeSub: addTangent,
-		NodeTypePad:                linearExcept(1), // (x, pad value): the pad value is a constant
-		NodeTypeGather:             linearExcept(1), // (operand, indices)
-		NodeTypeDynamicSlice:       linearFirst,
-		NodeTypeDynamicUpdateSlice: linearPrefix(2),
-		NodeTypeWhere:              linearExcept(0), // (condition, onTrue, onFalse)
-		NodeTypeReduceWindow:       reduceWindowTangent,
+		NodeTypePad:          linear,          // linear in (x, pad value) jointly
+		NodeTypeGather:       linearExcept(1), // (operand, indices)
+		NodeTypeWhere:        linearExcept(0), // (condition, onTrue, onFalse)
+		NodeTypeReduceWindow: reduceWindowTangent,
 
 		// Multilinear ops: one term per input with a tangent.
 		NodeTypeDotGeneral:  multilinear,
@@ -261,47 +299,18 @@ func linearTangent(n *Node, ts []*Node) *Node {
 	return n.CloneWithInputs(orZeros(n, ts)...)
 }
 
-// linearExcept is linearTangent for an op linear in all inputs but input k, which it keeps
-// (indices, a condition, a constant pad value: an input with a tangent there has no rule).
+// linearExcept is linearTangent for an op linear in all its inputs but input k, which it keeps
+// (the indices of a Gather, the condition of a Where).
 func linearExcept(k int) tangentRule {
 	return func(n *Node, ts []*Node) *Node {
-		if ts[k] != nil && n.Type() != NodeTypePad {
+		if ts[k] != nil {
 			exceptions.Panicf("input %d of %s carries a tangent", k, n.Type())
 		}
 		in := orZeros(n, ts)
 		in[k] = n.Inputs()[k]
-		if n.Type() == NodeTypePad {
-			if ts[k] != nil {
-				in[k] = ts[k] // Pad is linear in (x, pad value) jointly
-			} else {
-				in[k] = ZerosLike(n.Inputs()[k])
-			}
-		}
 		return n.CloneWithInputs(in...)
 	}
 }
-
-// linearPrefix is linearTangent for an op linear in its first k inputs jointly, whose other
-// inputs are indices.
-func linearPrefix(k int) tangentRule {
-	return func(n *Node, ts []*Node) *Node {
-		in := slices.Clone(n.Inputs())
-		for i := range k {
-			in[i] = ts[i]
-			if in[i] == nil {
-				in[i] = ZerosLike(n.Inputs()[i])
-			}
-		}
-		for i := k; i < len(ts); i++ {
-			if ts[i] != nil {
-				exceptions.Panicf("index input %d of %s carries a tangent", i, n.Type())
-			}
-		}
-		return n.CloneWithInputs(in...)
-	}
-}
-
-var linearFirst = linearPrefix(1)
 
 // addTangent: Add and Sub, without materialising a zero tangent.
 func addTangent(n *Node, ts []*Node) *Node {
@@ -372,16 +381,14 @@ func minMaxTangent(n *Node, ts []*Node) *Node {
 	return Where(first, fit(in[0], n.Shape()), fit(in[1], n.Shape()))
 }
 
-// clampTangent: Clamp(min, x, max) selects x's tangent inside [min, max] and the bound's
-// tangent where the bound is taken.
+// clampTangent: Clamp(lo, x, hi) = min(max(x, lo), hi) selects the tangent of the operand it
+// takes.
 func clampTangent(n *Node, ts []*Node) *Node {
 	in := orZeros(n, ts)
-	lo, x, hi := n.Inputs()[0], n.Inputs()[1], n.Inputs()[2]
 	shape := n.Shape()
-	lo, hi = fit(lo, shape), fit(hi, shape)
-	t := fit(in[1], shape)
-	t = Where(LessThan(x, lo), fit(in[0], shape), t)
-	return Where(GreaterThan(x, hi), fit(in[2], shape), t)
+	lo, x, hi := fit(n.Inputs()[0], shape), fit(n.Inputs()[1], shape), fit(n.Inputs()[2], shape)
+	t := Where(LessThan(x, lo), fit(in[0], shape), fit(in[1], shape))
+	return Where(GreaterThan(Max(x, lo), hi), fit(in[2], shape), t)
 }
 
 // powTangent: (aᵇ)' = b·aᵇ⁻¹·a' + aᵇ·log(a)·b'.
@@ -431,7 +438,7 @@ func fusedDenseTangent(n *Node, ts []*Node) *Node {
 		pre = addTerm(pre, BackendFusedDense(args[0], args[1], nil, noAct))
 	}
 	if len(ts) > 2 && ts[2] != nil {
-		pre = addTerm(pre, BroadcastToDims(ExpandLeftToRank(ts[2], n.Rank()), n.Shape().Dimensions...))
+		pre = addTerm(pre, ExpandLeftToRank(ts[2], n.Rank()))
 	}
 	if act.Type == compute.ActivationNone {
 		return pre
@@ -522,8 +529,7 @@ func nodeTangent(n *Node, ts []*Node) *Node {
 // localJVP is the tangent of one op by the double-VJP identity: a ↦ J_nᵀa is linear, hence
 // J_n t = ∇_a⟨J_nᵀa, t⟩ at any a (here 0), with J_nᵀa from GoMLX's VJP of n alone. It serves ops
 // without a rule whose VJP GoMLX can differentiate again, such as fused ops whose VJP runs
-// through their decomposed form (FusedLayerNorm, FusedSoftmax) and reductions (ReduceMax,
-// ReduceProduct).
+// through their decomposed form (FusedLayerNorm, FusedSoftmax) and ReduceMax and ReduceMin.
 func localJVP(n *Node, ts []*Node) *Node {
 	var wrt, tangents []*Node
 	for k, t := range ts {

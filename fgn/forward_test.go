@@ -413,3 +413,81 @@ func TestLinearizeUnsupportedOp(t *testing.T) {
 		}
 	}
 }
+
+// TestTangentRules checks the forward-mode rule of each op type, one small function of a
+// parameter w (3×4) at a time, against central differences of the function itself and the
+// adjoint identity with GoMLX's reverse mode where GoMLX has one (noVJP marks ops without).
+func TestTangentRules(t *testing.T) {
+	pos := func(w *Node) *Node { return AddScalar(Square(w), 0.5) } // > 0
+	for _, tc := range []struct {
+		name  string
+		noVJP bool
+		f     func(w *Node) *Node
+	}{
+		{"Exp", false, Exp},
+		{"Log", false, func(w *Node) *Node { return Log(pos(w)) }},
+		{"Log1p", false, func(w *Node) *Node { return Log1p(pos(w)) }},
+		{"Expm1", true, Expm1},
+		{"Sqrt", false, func(w *Node) *Node { return Sqrt(pos(w)) }},
+		{"Rsqrt", true, func(w *Node) *Node { return Rsqrt(pos(w)) }},
+		{"Pow", false, func(w *Node) *Node { return Pow(pos(w), Tanh(w)) }},
+		{"Abs", false, Abs},
+		{"Sin Cos", false, func(w *Node) *Node { return Mul(Sin(w), Cos(w)) }},
+		{"Div", false, func(w *Node) *Node { return Div(Tanh(w), pos(w)) }},
+		{"Max Min", false, func(w *Node) *Node { return Add(Max(w, Neg(w)), Min(MulScalar(w, 2), OnesLike(w))) }},
+		{"Clamp", true, func(w *Node) *Node { return Clamp(MulScalar(w, -0.5), w, AddScalar(MulScalar(w, 0.3), 0.2)) }},
+		{"Sign Floor Round", true, func(w *Node) *Node { return Add(Mul(Sign(w), w), Add(Floor(w), Round(w))) }},
+		{"ReduceMax ReduceMin", false, func(w *Node) *Node { return Concatenate([]*Node{ReduceMax(w, 1), ReduceMin(w, 0)}, 0) }},
+		{"Concatenate Slice Pad", false, func(w *Node) *Node {
+			c := Concatenate([]*Node{w, OnesLike(w), Tanh(w)}, 1)
+			return Pad(Slice(c, AxisRange(1, 3), AxisRange(2, 11)), ScalarZero(w.Graph(), w.DType()),
+				PadAxis{Start: 1, End: 2}, PadAxis{Start: 0, End: 1})
+		}},
+		{"Transpose Reverse CumSum", false, func(w *Node) *Node { return CumSum(Reverse(Transpose(w, 0, 1), 0), 1) }},
+		{"Where", false, func(w *Node) *Node { return Where(GreaterThan(w, ZerosLike(w)), Exp(w), OnesLike(w)) }},
+		{"Softmax (fused)", false, func(w *Node) *Node { return Softmax(w, -1) }},
+		{"FusedDense with GELU", true, func(w *Node) *Node {
+			return BackendFusedDense(Tanh(w), Transpose(w, 0, 1), ReduceSum(w, 1),
+				compute.DenseConfig{Activation: compute.ActivationConfig{Type: compute.ActivationGelu}})
+		}},
+		{"min pooling", false, func(w *Node) *Node {
+			x := Reshape(w, 1, 3, 4, 1)
+			return Neg(MaxPool(Neg(x)).Window(2).Done())
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(5, 9))
+			w, v := randVec(rng, 12), randVec(rng, 12)
+			fwd := func(w []float64) []float64 {
+				return run(t, func(in []*Node) []*Node { return []*Node{tc.f(in[0])} },
+					tensors.FromFlatDataAndDimensions(w, 3, 4))[0]
+			}
+			const eps = 1e-6
+			plus, minus := slices.Clone(w), slices.Clone(w)
+			for k := range w {
+				plus[k] += eps * v[k]
+				minus[k] -= eps * v[k]
+			}
+			fp, fm := fwd(plus), fwd(minus)
+			fd := make([]float64, len(fp))
+			for k := range fd {
+				fd[k] = (fp[k] - fm[k]) / (2 * eps)
+			}
+			u := randVec(rng, len(fd))
+			out := run(t, func(in []*Node) []*Node {
+				lin := Linearize(Reshape(tc.f(in[0]), 1, -1), Vec{in[0]})
+				if tc.noVJP {
+					return []*Node{lin.JVP(Vec{in[1]})}
+				}
+				return []*Node{lin.JVP(Vec{in[1]}), lin.VJP(in[2])[0]}
+			}, tensors.FromFlatDataAndDimensions(w, 3, 4), tensors.FromFlatDataAndDimensions(v, 3, 4),
+				tensors.FromFlatDataAndDimensions(u, 1, len(u)))
+			check(t, "J v vs central differences (relative)", ref.RelErr(out[0], fd), 1e-6)
+			if tc.noVJP {
+				return
+			}
+			lhs, rhs := dot(out[0], u), dot(v, out[1])
+			check(t, "⟨J v, u⟩ vs ⟨v, Jᵀu⟩ (relative)", math.Abs(lhs-rhs)/math.Max(math.Abs(lhs), math.Abs(rhs)), 1e-10)
+		})
+	}
+}

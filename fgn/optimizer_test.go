@@ -24,9 +24,6 @@ type optModel struct {
 	mlp   bool
 	// generic forces the generic closures for the affine head.
 	generic bool
-	// modelFunc linearises the MLP with LinearizeFunc (which evaluates trial logits), recorded for
-	// the Trainer like the affine head.
-	modelFunc bool
 }
 
 func newOptModel(p *problem, mlp, generic bool) *optModel {
@@ -56,10 +53,7 @@ func (m *optModel) lin(h *Node) Linearization {
 	for k, variable := range m.vars {
 		v[k] = variable.NodeValue(g)
 	}
-	switch {
-	case m.mlp && m.modelFunc:
-		return LinearizeFunc(func(w Vec) *Node { return mlpLogits(h, w) }, v)
-	case m.mlp:
+	if m.mlp {
 		return mlpLin(append([]*Node{h, nil}, v...))
 	}
 	head := NewAffineHead(h, v[0], v[1])
@@ -102,11 +96,11 @@ func (m *optModel) step(t *testing.T, opt Optimizer, p *problem, n int) float64 
 }
 
 // logits is the model function the Trainer calls: the logits of the linearisation m.lin, recorded
-// for the affine head (its closed form, or autodiff if m.generic) and with m.modelFunc; the
-// optimizer linearises the MLP's logits by autodiff otherwise.
+// for the affine head (its closed form, or autodiff if m.generic); the optimizer linearises the
+// MLP's logits by autodiff.
 func (m *optModel) logits(_ *model.Scope, h *Node) *Node {
 	lin := m.lin(h)
-	if !m.mlp || m.modelFunc {
+	if !m.mlp {
 		RecordLinearization(lin)
 	}
 	return lin.Logits()

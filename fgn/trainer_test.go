@@ -93,28 +93,28 @@ func TestCheckpointRestore(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		opt  func() Optimizer
-		// mlp selects the MLP, modelFunc its LinearizeFunc linearisation (recorded).
-		mlp, modelFunc bool
+		// mlp selects the MLP (linearised by the optimizer), else the affine head (recorded).
+		mlp bool
 		// state lists variables that must be among those compared, besides the global step.
 		state []string
 	}{
-		{"SGN mlp (warm start)", func() Optimizer { return SGN().LearningRate(0.5).Done() }, true, false,
+		{"SGN mlp (warm start)", func() Optimizer { return SGN().LearningRate(0.5).Done() }, true,
 			[]string{"/classifier/W1", "/SGNOptimizer/classifier/W1_warm_start", "/SGNOptimizer/classifier/b2_warm_start"}},
-		{"FGN affine closed form (warm start)", func() Optimizer { return FGN().WarmStart(true).Done() }, false, false,
+		{"FGN affine closed form (warm start)", func() Optimizer { return FGN().WarmStart(true).Done() }, false,
 			[]string{"/classifier/W", "/FGNOptimizer/row_solution"}},
-		{"FGN mlp", func() Optimizer { return FGN().Done() }, true, false, []string{"/classifier/b2"}},
+		{"FGN mlp", func() Optimizer { return FGN().Done() }, true, []string{"/classifier/b2"}},
 		{"FGN affine closed form LM", func() Optimizer {
 			return FGN().LearningRate(1.5).Damping(lmStart).DampingPolicy(LevenbergMarquardt()).Done()
-		}, false, false, []string{"/classifier/W", "/FGNOptimizer/damping"}},
-		{"SGN mlp LinearizeFunc LM (warm start)", func() Optimizer {
+		}, false, []string{"/classifier/W", "/FGNOptimizer/damping"}},
+		{"SGN mlp LM (warm start)", func() Optimizer {
 			return SGN().LearningRate(1.5).Damping(lmStart).DampingPolicy(LevenbergMarquardt()).Done()
-		}, true, true, []string{"/classifier/W1", "/SGNOptimizer/damping", "/SGNOptimizer/classifier/W1_warm_start"}},
+		}, true, []string{"/classifier/W1", "/SGNOptimizer/damping", "/SGNOptimizer/classifier/W1_warm_start"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The model creates its variables from the problem's values, or loads them from the
 			// checkpoint.
 			logits := func(scope *model.Scope, h *Node) *Node {
-				m := &optModel{mlp: tc.mlp, modelFunc: tc.modelFunc}
+				m := &optModel{mlp: tc.mlp}
 				names, values := []string{"W", "bias"}, []any{p.w, p.bias}
 				if tc.mlp {
 					names, values = []string{"W1", "b1", "W2", "b2"}, []any{p.w1, p.b1, p.w2, p.b2}

@@ -93,7 +93,7 @@ func (mc *meanCurves) yFloor() float64 {
 // (a) mean test accuracy against optimisation time, each method's whole run, with ± 1 std
 // bands and the shared horizon of Table 1 as a vertical line; (b) the same runs against steps.
 // Both panels draw the thresholds (percent) and share the accuracy axis; each panel's legend
-// takes the corner its mean curves cross least (plot.ClearLegend).
+// takes the corner its mean curves and band edges cross least (plot.ClearLegend).
 func Figure(curves, steps *report.Table, thresholds []float64, base, title string) ([]string, error) {
 	h, ok := curves.Lookup("horizon_s")
 	if !ok {
@@ -134,16 +134,19 @@ func Figure(curves, steps *report.Table, thresholds []float64, base, title strin
 	return plot.SaveRow([]*plot.Plot{a, b}, width, height, base)
 }
 
-// lines returns the mean curves as points, in the methods' order.
+// lines returns the mean curves and the edges of their ± 1 std bands as points, in the methods'
+// order.
 func (mc *meanCurves) lines() []plotter.XYs {
 	var out []plotter.XYs
 	for _, m := range mc.order {
 		c := mc.by[m]
-		xys := make(plotter.XYs, len(c.x))
-		for i := range c.x {
-			xys[i] = plotter.XY{X: c.x[i], Y: c.mean[i]}
+		for _, ys := range [][]float64{c.mean, c.lo, c.hi} {
+			xys := make(plotter.XYs, len(c.x))
+			for i := range c.x {
+				xys[i] = plotter.XY{X: c.x[i], Y: ys[i]}
+			}
+			out = append(out, xys)
 		}
-		out = append(out, xys)
 	}
 	return out
 }

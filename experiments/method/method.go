@@ -38,7 +38,7 @@ const (
 	// ExactProducts uses the model's closed-form Jacobian products where it has them: the affine
 	// head's (fgn.AffineHead). A model without them (an MLP) is linearised by autodiff.
 	ExactProducts Linearization = iota
-	// Autodiff linearises the logits by GoMLX autodiff (fgn.LinearizeFunc) even where closed forms
+	// Autodiff linearises the logits by GoMLX autodiff (fgn.Linearize) even where closed forms
 	// exist, as for any GoMLX model: "FGN (matrix-free, autodiff)" on an affine head.
 	Autodiff
 )

@@ -62,9 +62,9 @@ func (m Model) initialize(scope *model.Scope, dim, classes int, seed uint64) []*
 }
 
 // linearize returns the logits of x under the variables' current values, linearised: an affine
-// head's exact closed-form products (fgn.AffineHead), or autodiff closures of the model function
-// (fgn.LinearizeFunc, which also evaluates the trial logits adaptive damping needs) for an MLP
-// and whenever lin is method.Autodiff. ht and featureGram, when not nil, are hᵀ and h hᵀ + 1 of
+// head's exact closed-form products (fgn.AffineHead), or the autodiff linearisation of the
+// logits (fgn.Linearize, which also evaluates the trial logits adaptive damping needs) for an
+// MLP and whenever lin is method.Autodiff. ht and featureGram, when not nil, are hᵀ and h hᵀ + 1 of
 // the features x laid out beforehand, for the affine head to use (see fgn.AffineHead).
 func (m Model) linearize(vars []*model.Variable, x *Node, lin method.Linearization, ht, featureGram *Node) fgn.Linearization {
 	g := x.Graph()
@@ -80,7 +80,7 @@ func (m Model) linearize(vars []*model.Variable, x *Node, lin method.Linearizati
 		head.FeatureGram = featureGram
 		return head
 	}
-	return fgn.LinearizeFunc(func(w fgn.Vec) *Node { return m.logits(x, w) }, p)
+	return fgn.Linearize(m.logits(x, p), p)
 }
 
 // logits returns the model's logits of x for the parameters w, in the order of layers: the

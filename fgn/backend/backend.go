@@ -15,8 +15,7 @@
 // "go:num_executors=N" overrides it): the operations of a graph run one at a time, each
 // spread over the backend's worker pool. With several executors (the backend's default), a
 // large matrix product in a While loop body waits forever for a worker (see compat.go:
-// compatParallelExecutorDeadlock in package fgn). The option "parallelism=-1" avoids that wait too,
-// but with it some graphs fail intermittently (see compat.go: compatParallelismRace in package fgn).
+// compatParallelExecutorDeadlock in package fgn).
 //
 // XLA options may follow the plugin after commas (e.g. "xla:cuda,preallocate=false"). PJRT
 // plugins are never downloaded: a plugin that is not installed is an error that says what to

@@ -99,3 +99,39 @@ func TestCheckTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestReadme checks what README promises a newcomer: at most 150 lines, opening with the two
+// commands (the main job and the tests) under go.mod's toolchain, and GOTOOLCHAIN exported once
+// rather than repeated in later commands.
+func TestReadme(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	toolchain := regexp.MustCompile(`(?m)^toolchain (go\S+)$`).FindSubmatch(gomod)
+	if toolchain == nil {
+		t.Fatal("go.mod has no toolchain line")
+	}
+	lines := strings.Split(strings.TrimRight(string(readme), "\n"), "\n")
+	if len(lines) > 150 {
+		t.Errorf("README has %d lines, want at most 150", len(lines))
+	}
+	env := "GOTOOLCHAIN=" + string(toolchain[1])
+	for i, want := range []string{env + " GOEXPERIMENT=simd go run ./cmd/fgn reproduce", env + " go test ./..."} {
+		if len(lines) < 4+i || !strings.HasPrefix(lines[3+i], want) {
+			t.Errorf("README line %d does not start with %q", 4+i, want)
+		}
+	}
+	if n := strings.Count(string(readme), "export "+env); n != 1 {
+		t.Errorf("README exports %s %d times, want once", env, n)
+	}
+	for i, l := range lines[5:] {
+		if strings.Contains(l, env+" ") && strings.Contains(l, "go ") {
+			t.Errorf("README line %d repeats %s in a command: %s", i+6, env, l)
+		}
+	}
+}

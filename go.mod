@@ -15,6 +15,7 @@ require (
 	gonum.org/v1/gonum v0.16.0
 	gonum.org/v1/plot v0.15.2
 	gopkg.in/yaml.v3 v3.0.1
+	k8s.io/klog/v2 v2.140.0
 )
 
 require (
@@ -50,5 +51,4 @@ require (
 	golang.org/x/image v0.26.0 // indirect
 	golang.org/x/text v0.35.0 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
-	k8s.io/klog/v2 v2.140.0 // indirect
 )

@@ -101,6 +101,16 @@ func affineHeadCases() []headCase {
 	}
 }
 
+// denseWithActivation is nn.Dense with an activation, which the Go backend fuses into its Dense
+// op when the activation's VJP needs only the output.
+func denseWithActivation(act activation.Type) func(scope *model.Scope, h *Node) *Node {
+	return func(scope *model.Scope, h *Node) *Node {
+		g := h.Graph()
+		w, b := varValue(scope, g, "/dense/weights"), varValue(scope, g, "/dense/biases")
+		return nn.Dense(h, w, b, compute.DenseLayoutInputOutputs, act)
+	}
+}
+
 // notAffineCases are models that are not affine in their trainable parameters.
 func notAffineCases() []headCase {
 	in := compute.DenseLayoutInputOutputs
@@ -122,11 +132,9 @@ func notAffineCases() []headCase {
 			},
 			head: denseHead(in, true)},
 		{name: "dense head with a ReLU", vars: headVars(headDIn, in, true), features: inputFeatures,
-			head: func(scope *model.Scope, h *Node) *Node {
-				g := h.Graph()
-				w, b := varValue(scope, g, "/dense/weights"), varValue(scope, g, "/dense/biases")
-				return nn.Dense(h, w, b, in, activation.TypeRelu)
-			}},
+			head: denseWithActivation(activation.TypeRelu)},
+		{name: "dense head with a tanh", vars: headVars(headDIn, in, true), features: inputFeatures,
+			head: denseWithActivation(activation.TypeTanh)},
 		{name: "logits times a trainable scale", vars: map[string][]int{"/dense/weights": {headDIn, headC},
 			"/dense/biases": {headC}, "/scale": {}}, features: inputFeatures,
 			head: func(scope *model.Scope, h *Node) *Node {

@@ -21,7 +21,8 @@
 //     with CG's stopping rule (cg.go, StoppingRule), and GramLinearization, through which a
 //     model supplies its margin Gram in closed form.
 //   - affine.go, appendix F.2: AffineHead and its closed-form Gram (FeatureGram);
-//     linearize.go: Linearization and Linearize, whose J_z v is forward mode on the built graph
+//     linearize.go: Linearization, the interfaces a linearisation may add (LogitsEvaluator,
+//     LinearInParams, WhileSafe) and Linearize, whose J_z v is forward mode on the built graph
 //     (forward.go: the walk from the parameters to the logits, one tangent rule per op type, and
 //     the clone that evaluates the logits elsewhere); affinedetect.go: the affine head the
 //     optimizers recognise on that walk.

@@ -136,9 +136,10 @@ func (s *subgraph) closureSafe() bool {
 // (tangentRules), from the primal nodes of the walk, which the forward pass computes once. A
 // zero tangent is carried as nil and never materialised: a term of a rule whose tangent input is
 // zero is dropped, and a node with only zero tangent inputs has a zero tangent. StopGradient
-// nodes have a zero tangent, as their VJP is zero. An op with no rule falls back to the double
-// VJP of that one op (localJVP); when that fails too, tangent panics naming the op and the
-// parameters it depends on.
+// nodes (GoMLX marks comparisons so) and nodes of integer or boolean dtype have a zero tangent,
+// as their VJP is zero. An op with no rule falls back to the double VJP of that one op
+// (localJVP); when that fails too, tangent panics naming the op and the parameters it depends
+// on.
 func (s *subgraph) tangent(v []*Node) []*Node {
 	tan := make(map[*Node]*Node, len(s.nodes)+len(v))
 	for i, src := range s.sources {
@@ -150,8 +151,8 @@ func (s *subgraph) tangent(v []*Node) []*Node {
 		}
 	}
 	for _, n := range s.nodes {
-		if n.StopGradient() {
-			continue
+		if n.StopGradient() || !n.DType().IsFloat() {
+			continue // comparisons, indices: no tangent
 		}
 		inputs := n.Inputs()
 		ts := make([]*Node, len(inputs))
@@ -230,14 +231,12 @@ func init() {
 		NodeTypeIdentity: linear, NodeTypeReshape: linear, NodeTypeTranspose: linear,
 		NodeTypeBroadcastInDim: linear, NodeTypeSlice: linear, NodeTypeConcatenate: linear,
 		NodeTypeReduceSum: linear, NodeTypeNeg: linear, NodeTypeConvertDType: linear,
-		NodeTypeReverse: linear, NodeTypeCumSum: linear, NodeTypeDynamicReshape: linear,
+		NodeTypeReverse: linear, NodeTypeCumSum: linear,
 		NodeTypeAdd: addTangent, NodeTypeSub: addTangent,
-		NodeTypePad:                linearExcept(1), // (x, pad value): the pad value is a constant
-		NodeTypeGather:             linearExcept(1), // (operand, indices)
-		NodeTypeDynamicSlice:       linearFirst,
-		NodeTypeDynamicUpdateSlice: linearPrefix(2),
-		NodeTypeWhere:              linearExcept(0), // (condition, onTrue, onFalse)
-		NodeTypeReduceWindow:       reduceWindowTangent,
+		NodeTypePad:          linear,          // linear in (x, pad value) jointly
+		NodeTypeGather:       linearExcept(1), // (operand, indices)
+		NodeTypeWhere:        linearExcept(0), // (condition, onTrue, onFalse)
+		NodeTypeReduceWindow: reduceWindowTangent,
 
 		// Multilinear ops: one term per input with a tangent.
 		NodeTypeDotGeneral:  multilinear,
@@ -300,47 +299,18 @@ func linearTangent(n *Node, ts []*Node) *Node {
 	return n.CloneWithInputs(orZeros(n, ts)...)
 }
 
-// linearExcept is linearTangent for an op linear in all inputs but input k, which it keeps
-// (indices, a condition, a constant pad value: an input with a tangent there has no rule).
+// linearExcept is linearTangent for an op linear in all its inputs but input k, which it keeps
+// (the indices of a Gather, the condition of a Where).
 func linearExcept(k int) tangentRule {
 	return func(n *Node, ts []*Node) *Node {
-		if ts[k] != nil && n.Type() != NodeTypePad {
+		if ts[k] != nil {
 			exceptions.Panicf("input %d of %s carries a tangent", k, n.Type())
 		}
 		in := orZeros(n, ts)
 		in[k] = n.Inputs()[k]
-		if n.Type() == NodeTypePad {
-			if ts[k] != nil {
-				in[k] = ts[k] // Pad is linear in (x, pad value) jointly
-			} else {
-				in[k] = ZerosLike(n.Inputs()[k])
-			}
-		}
 		return n.CloneWithInputs(in...)
 	}
 }
-
-// linearPrefix is linearTangent for an op linear in its first k inputs jointly, whose other
-// inputs are indices.
-func linearPrefix(k int) tangentRule {
-	return func(n *Node, ts []*Node) *Node {
-		in := slices.Clone(n.Inputs())
-		for i := range k {
-			in[i] = ts[i]
-			if in[i] == nil {
-				in[i] = ZerosLike(n.Inputs()[i])
-			}
-		}
-		for i := k; i < len(ts); i++ {
-			if ts[i] != nil {
-				exceptions.Panicf("index input %d of %s carries a tangent", i, n.Type())
-			}
-		}
-		return n.CloneWithInputs(in...)
-	}
-}
-
-var linearFirst = linearPrefix(1)
 
 // addTangent: Add and Sub, without materialising a zero tangent.
 func addTangent(n *Node, ts []*Node) *Node {

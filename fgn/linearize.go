@@ -16,7 +16,7 @@ type Vec []*Node
 // Linearize provides it for any model by autodiff and NewAffineHead in closed form for an affine
 // head; a model whose Jacobian products have another closed form implements it and hands it to
 // the optimizers with RecordLinearization (or UpdateGraphWithLinearization). It may also
-// implement GramLinearization (a closed-form margin Gram, for FGN's ClosedFormGram row operator)
+// implement GramLinearization (a closed-form margin Gram, for FGN's ClosedFormGram row operator),
 // LogitsEvaluator (the logits at other parameters, for adaptive damping), LinearInParams and
 // WhileSafe.
 type Linearization interface {
@@ -92,7 +92,8 @@ func linearInParams(lin Linearization) bool {
 //     Cos, Max, Min, Clamp) by their derivatives in terms of the primal nodes, and the fused
 //     activations (FusedActivation: ReLU, leaky ReLU, GELU, swish, …, and FusedDense's) by their
 //     VJP, which equals their JVP as their Jacobian is diagonal;
-//   - max pooling by the tangent at each window's maximum;
+//   - max and min pooling over windows that do not overlap by the tangent at each window's
+//     selected element;
 //   - any other op by the double VJP of that op alone (localJVP), which covers the fused ops whose
 //     VJP GoMLX builds from their decomposed form (FusedLayerNorm, FusedSoftmax) and ReduceMax.
 //
@@ -105,15 +106,17 @@ func linearInParams(lin Linearization) bool {
 // that needs the gradient of every op's gradient, which GoMLX's fused Dense and convolution
 // VJPs do not have (see compat.go: compatFusedDenseVJPNoGradient, compatConvVJPNotDifferentiable),
 // and it differentiates a reverse pass, so it costs a forward and a reverse pass more than a
-// tangent pass does.
+// tangent pass does; second-order rules registered in graph.VJPRegistration for those VJPs would
+// mend the first problem and keep the second.
 //
 // Both products are built once, from placeholder inputs, by the first product or WhileSafe call,
 // which must not be made inside a While body. Every later call of VJP or JVP clones the nodes
 // between the placeholders and the product with its own input substituted: it differentiates
 // nothing, and may be made inside a While body. The linearisation is WhileSafe when the pure-Go
-// backend runs those clones in a While loop (see compat.go: compatWhileGradient), and CG then stops as soon
-// as it converges. A product that cannot be built panics when it is called, naming the op. All products reuse the forward nodes of logits,
-// so the forward pass is computed once per step, whatever the number of products.
+// backend runs those clones in a While loop (see compat.go: compatWhileGradient), and CG then
+// stops as soon as it converges. A product that cannot be built panics when it is called, naming
+// the op. All products reuse the forward nodes of logits, so the forward pass is computed once
+// per step, whatever the number of products.
 //
 // The linearisation is a LogitsEvaluator: LogitsAt(w') clones the walk from params to logits with
 // w' substituted for params, so adaptive damping evaluates the loss at a trial point on any

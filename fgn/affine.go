@@ -12,10 +12,10 @@ import (
 //	J_z (V, v) = h V + 1 vᵀ,       J_zᵀ m = (hᵀ m, 1ᵀ m).
 //
 // It is exact (the logits are linear in (W, b): LinearInParams), costs one b×d×C product per
-// call, and is safe to use inside in-graph loops (WhileSafe). Params is (W, bias), or (W) for a head without bias (z = h W,
-// J_zᵀ m = hᵀ m). W may also be laid out C×d, as GoMLX's nn.Dense takes it with
-// compute.DenseLayoutOutputsInput (NewDenseHead): then z = h Wᵀ and the W products are
-// transposed. It is a GramLinearization: MarginGram forms the margin Gram in closed form
+// call, and is safe to use inside in-graph loops (WhileSafe). Params is (W, bias), or (W) for a
+// head without bias (z = h W, J_zᵀ m = hᵀ m). W may also be laid out C×d, as GoMLX's nn.Dense
+// takes it with compute.DenseLayoutOutputsInput (NewDenseHead): then z = h Wᵀ and the W products
+// are transposed. It is a GramLinearization: MarginGram forms the margin Gram in closed form
 // (appendix F.2).
 //
 // The optimizers build it themselves, from the model's own logits, when they recognise the

@@ -123,12 +123,13 @@ func (c *command) optionalInt(name, def string, min int, usage string) *optional
 	return o
 }
 
-// settingValue is a flag for one field of fgn.Settings. A value is accepted when
-// fgn.Settings.Validate accepts the library's defaults with that field set to it, so the command
-// line takes exactly the values the library takes, and its error names the setting's range.
+// settingValue is a flag for one field of method.Hyper. A value is accepted when Validate accepts
+// the paper's hyper-parameters (method.Paper) of Adam and of FGN with that field set to it, so the
+// command line takes exactly the values the experiments take, and its error names the setting's
+// range.
 type settingValue[T any] struct {
 	parse func(string) (T, error)
-	set   func(*fgn.Settings, T)
+	set   func(*method.Hyper, T)
 }
 
 func (v settingValue[T]) check(s string) (T, error) {
@@ -136,19 +137,22 @@ func (v settingValue[T]) check(s string) (T, error) {
 	if err != nil {
 		return x, err
 	}
-	cfg := fgn.DefaultSettings()
-	v.set(&cfg, x)
-	return x, cfg.Validate()
+	h := method.Hyper{Adam: method.Paper(method.Adam).Adam, GN: method.Paper(method.FGN).GN}
+	v.set(&h, x)
+	if err := h.Validate(method.Adam); err != nil {
+		return x, err
+	}
+	return x, h.Validate(method.FGN)
 }
 
-// setting defines a flag for one field of fgn.Settings whose default is value.
+// setting defines a flag for one field of method.Hyper whose default is value.
 func setting[T any](c *command, name string, value T, format func(T) string, v settingValue[T], usage string) *T {
 	o := &optional[T]{value: value, given: true, format: format, parse: v.check}
 	c.Var(o, name, usage)
 	return &o.value
 }
 
-// optionalSetting defines a flag for one field of fgn.Settings whose default is described by def.
+// optionalSetting defines a flag for one field of method.Hyper whose default is described by def.
 func optionalSetting[T any](c *command, name, def string, format func(T) string, v settingValue[T], usage string) *optional[T] {
 	o := &optional[T]{def: def, format: format, parse: v.check}
 	c.Var(o, name, usage)

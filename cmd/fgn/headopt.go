@@ -14,7 +14,6 @@ import (
 	"github.com/fgn-paper/fgn/experiments/profile"
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/train"
-	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/cli"
 	"github.com/fgn-paper/fgn/internal/progress"
@@ -129,7 +128,7 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 	if n, ok := seeds.get(); ok {
 		p.Seeds = n
 	}
-	hypers := map[method.Method]fgn.Settings{}
+	hypers := map[method.Method]method.Hyper{}
 	hyperSource := headopt.PaperHypers
 	if *config != "" {
 		if hypers, _, err = headopt.ReadSelection(*config, d.Tag(), p.Methods); err != nil {
@@ -142,7 +141,7 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 	}
 	command := strings.TrimSpace("fgn headopt " + strings.Join(args, " "))
 	fmt.Fprintf(stdout, "backend: %s\ndevice: %s\n", backend.Describe(be), report.Device())
-	cfg := headopt.MakeConfig{Profile: p, Settings: hypers, HyperSource: hyperSource, Thresholds: thresholds,
+	cfg := headopt.MakeConfig{Profile: p, Hyper: hypers, HyperSource: hyperSource, Thresholds: thresholds,
 		GridPoints: *gridPoints, Out: *hf.out, Command: command}
 	if !*hf.quiet {
 		bar := progress.NewNested(stderr, "sweep", 2*time.Second)
@@ -205,7 +204,11 @@ func runHeadoptSelect(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, m := range p.Methods {
 		c := sel.Chosen[m]
-		fmt.Fprintf(stdout, "chosen %-4s learning rate α=%g, damping λ=%g\n", m, c.LearningRate, c.Damping)
+		if m == method.Adam {
+			fmt.Fprintf(stdout, "chosen %-4s learning rate α=%g\n", m, c.Adam.LearningRate)
+			continue
+		}
+		fmt.Fprintf(stdout, "chosen %-4s learning rate α=%g, damping λ=%g\n", m, c.GN.LearningRate, c.GN.Damping)
 	}
 	fmt.Fprintf(stdout, "wrote %s (use: fgn headopt --config %s)\n", path, path)
 	return nil

@@ -84,6 +84,16 @@ func TestTrainWritesTraces(t *testing.T) {
 			if !strings.Contains(stdout.String(), m) {
 				t.Errorf("summary lacks %s:\n%s", m, stdout.String())
 			}
+			// Without hyper-parameter flags each method runs with the paper's (method.Paper).
+			paper := map[string]map[string]string{
+				"adam": {"learning_rate": "0.0003", "beta1": "0.9", "beta2": "0.999", "epsilon": "1e-07"},
+				"fgn":  {"learning_rate": "0.1", "damping": "1", "cg_max_iterations": "5", "cg_stopping_rule": "whitened-row"},
+			}
+			for key, want := range paper[m] {
+				if got, _ := tab.Lookup(key); got != want {
+					t.Errorf("%s trace: %s = %q, want the paper's %q", m, key, got, want)
+				}
+			}
 		}
 	}
 }

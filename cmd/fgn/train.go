@@ -10,7 +10,6 @@ import (
 	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/features"
-	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/cli"
 	"github.com/fgn-paper/fgn/internal/progress"
@@ -26,6 +25,9 @@ them a stratified --holdout of the training file is evaluated), or, by default, 
 Gaussian mixture. The number of classes is --classes, or 1 + the largest training label (printed);
 a held-out label outside the classes is an error.
 `
+
+// setLearningRate sets the step size α of every method.
+func setLearningRate(h *method.Hyper, x float64) { h.Adam.LearningRate, h.GN.LearningRate = x, x }
 
 // runTrain is the "train" subcommand.
 func runTrain(args []string, stdout, stderr io.Writer) error {
@@ -47,21 +49,21 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	epochs := c.intAtLeast("epochs", 5, 1, "epochs")
 	evalEvery := c.intAtLeast("eval-every", 64, 1, "steps between evaluations")
 	seed := c.Uint64("seed", 1, "seed of the initialisation and the one-time shuffle")
-	paper := fgn.DefaultSettings()
+	adam, paper := method.Paper(method.Adam).Adam, method.Paper(method.FGN).GN
 	learningRate := optionalSetting(c, "learning-rate", fmt.Sprintf("%g for adam, %g for sgn and fgn",
-		method.AdamLearningRate, paper.LearningRate), formatFloat,
-		settingValue[float64]{parseFloat, func(s *fgn.Settings, x float64) { s.LearningRate = x }},
+		adam.LearningRate, paper.LearningRate), formatFloat,
+		settingValue[float64]{parseFloat, setLearningRate},
 		"step size α of every method; a `number` > 0")
 	damping := setting(c, "damping", paper.Damping, formatFloat,
-		settingValue[float64]{parseFloat, func(s *fgn.Settings, x float64) { s.Damping = x }},
+		settingValue[float64]{parseFloat, func(h *method.Hyper, x float64) { h.GN.Damping = x }},
 		"damping λ for SGN/FGN, the initial λ with --damping-policy lm; a `number` > 0")
 	dampingPolicy := c.dampingPolicy("damping-policy", "damping policy for SGN/FGN, the paper's constant λ or "+
 		"Levenberg-Marquardt on the gain ratio ρ")
 	cgMaxIterations := setting(c, "cg-max-iterations", paper.CG.MaxIterations, strconv.Itoa,
-		settingValue[int]{parseInt, func(s *fgn.Settings, x int) { s.CG.MaxIterations = x }},
+		settingValue[int]{parseInt, func(h *method.Hyper, x int) { h.GN.CG.MaxIterations = x }},
 		"CG iteration cap for SGN/FGN; an `integer` ≥ 1")
 	cgTolerance := setting(c, "cg-tolerance", paper.CG.Tolerance, formatFloat,
-		settingValue[float64]{parseFloat, func(s *fgn.Settings, x float64) { s.CG.Tolerance = x }},
+		settingValue[float64]{parseFloat, func(h *method.Hyper, x float64) { h.GN.CG.Tolerance = x }},
 		"CG relative residual tolerance for SGN/FGN; a `number` ≥ 0")
 	cgStoppingRule := paper.CG.StoppingRule
 	c.TextVar(&cgStoppingRule, "cg-stopping-rule", paper.CG.StoppingRule, "FGN's CG stopping rule: parameter "+
@@ -137,12 +139,15 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	cfgs := make([]train.Config, len(ms))
 	for i, m := range ms {
-		s := method.DefaultSettings(m)
+		h := method.Paper(m)
 		if a, ok := learningRate.get(); ok {
-			s.LearningRate = a
+			setLearningRate(&h, a)
 		}
-		s.Damping, s.CG.MaxIterations, s.CG.Tolerance, s.CG.StoppingRule = *damping, *cgMaxIterations, *cgTolerance, cgStoppingRule
-		cfgs[i] = train.Config{Method: m, Settings: s, DampingPolicy: *dampingPolicy, Model: train.Model{Hidden: *hidden},
+		if m != method.Adam {
+			s := &h.GN
+			s.Damping, s.CG.MaxIterations, s.CG.Tolerance, s.CG.StoppingRule = *damping, *cgMaxIterations, *cgTolerance, cgStoppingRule
+		}
+		cfgs[i] = train.Config{Method: m, Hyper: h, DampingPolicy: *dampingPolicy, Model: train.Model{Hidden: *hidden},
 			Classes: classes, BatchSize: *batch, Epochs: *epochs, EvalEvery: *evalEvery, Seed: *seed}
 		if _, err := cfgs[i].Validate(trainSet, evalSet); err != nil {
 			return fmt.Errorf("train: %w", err)

@@ -23,7 +23,7 @@ import (
 // initialisations and batches, and compares them by step.
 
 // StoppingRules are the rules the ablation compares, in table and legend order: the paper's
-// Algorithm 1 (the rule of Figure 2 and Table 1, method.DefaultSettings), then the library's
+// Algorithm 1 (the rule of Figure 2 and Table 1, method.Paper), then the library's
 // default.
 var StoppingRules = []fgn.StoppingRule{fgn.StopWhitenedRowResidual, fgn.StopParameterResidual}
 
@@ -71,9 +71,9 @@ type AblationConfig struct {
 }
 
 // AblationSettings returns the settings of FGN (closed-form Gram) under rule r: the paper's
-// (method.DefaultSettings) with that stopping rule.
+// (method.Paper) with that stopping rule.
 func AblationSettings(r fgn.StoppingRule) fgn.Settings {
-	s := method.DefaultSettings(method.FGN)
+	s := method.Paper(method.FGN).GN
 	s.CG.StoppingRule = r
 	return s
 }
@@ -92,7 +92,7 @@ func MakeAblation(be compute.Backend, cfg AblationConfig, d *Data) ([]string, er
 	p.Methods = []method.Method{method.FGN}
 	runs := make([][]Run, len(StoppingRules))
 	for i, rule := range StoppingRules {
-		sc := SweepConfig{Profile: p, Settings: map[method.Method]fgn.Settings{method.FGN: AblationSettings(rule)},
+		sc := SweepConfig{Profile: p, Hyper: map[method.Method]method.Hyper{method.FGN: {GN: AblationSettings(rule)}},
 			Dir: filepath.Join(files.TracesDir, rule.String()), Command: cfg.Command, Log: cfg.Log}
 		if cfg.RunProgress != nil {
 			sc.RunProgress = func(k, _ int, m method.Method, seed uint64) func(done, total int) {

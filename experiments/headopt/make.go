@@ -9,7 +9,6 @@ import (
 
 	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/report"
-	"github.com/fgn-paper/fgn/fgn"
 )
 
 // PaperHypers names the hyper-parameters used when no selection file is given.
@@ -21,9 +20,9 @@ const DefaultGridPoints = 1001
 // MakeConfig configures Make: the sweep (SweepConfig, whose Dir Make sets) and the outputs.
 type MakeConfig struct {
 	Profile Profile
-	// Settings are the methods' hyper-parameters (SweepConfig.Settings) and HyperSource says where
+	// Hyper are the methods' hyper-parameters (SweepConfig.Hyper) and HyperSource says where
 	// they come from ("": PaperHypers); it is recorded in the outputs' provenance.
-	Settings    map[method.Method]fgn.Settings
+	Hyper       map[method.Method]method.Hyper
 	HyperSource string
 	// Thresholds are the time-to-threshold accuracies in percent (nil: Thresholds(Profile, d)).
 	Thresholds []float64
@@ -78,7 +77,7 @@ func Make(be compute.Backend, cfg MakeConfig, d *Data) ([]string, error) {
 		fmt.Fprintf(cfg.Log, "data: %s\nprofile: %s (%d seeds, %d epochs, batch %d)\nhyper-parameters: %s\ntraces: %s\n",
 			d.Source, p.Name, p.Seeds, p.Epochs, p.BatchSize, hyperSource, files.TracesDir)
 	}
-	runs, err := Sweep(be, SweepConfig{Profile: p, Settings: cfg.Settings, Dir: files.TracesDir, Command: cfg.Command,
+	runs, err := Sweep(be, SweepConfig{Profile: p, Hyper: cfg.Hyper, Dir: files.TracesDir, Command: cfg.Command,
 		RunProgress: cfg.RunProgress, Progress: cfg.Progress, Log: cfg.Log}, d)
 	if err != nil {
 		return nil, err

@@ -16,26 +16,25 @@ import (
 	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/features"
-	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/internal/atomicfile"
 )
 
 // DefaultGrid is the hyper-parameter grid of the selection; it contains the paper's chosen
 // values (Adam α = 3·10⁻⁴; SGN and FGN α = 0.1, λ = 1). CG keeps the paper's budget of 5
 // iterations and tolerance 10⁻⁵.
-func DefaultGrid() map[method.Method][]fgn.Settings {
-	grid := map[method.Method][]fgn.Settings{}
+func DefaultGrid() map[method.Method][]method.Hyper {
+	grid := map[method.Method][]method.Hyper{}
 	for _, a := range []float64{1e-4, 3e-4, 1e-3, 3e-3} {
-		s := method.DefaultSettings(method.Adam)
-		s.LearningRate = a
-		grid[method.Adam] = append(grid[method.Adam], s)
+		h := method.Paper(method.Adam)
+		h.Adam.LearningRate = a
+		grid[method.Adam] = append(grid[method.Adam], h)
 	}
 	for _, m := range []method.Method{method.SGN, method.FGN} {
 		for _, a := range []float64{0.03, 0.1, 0.3} {
 			for _, l := range []float64{0.1, 1, 10} {
-				s := method.DefaultSettings(m)
-				s.LearningRate, s.Damping = a, l
-				grid[m] = append(grid[m], s)
+				h := method.Paper(m)
+				h.GN.LearningRate, h.GN.Damping = a, l
+				grid[m] = append(grid[m], h)
 			}
 		}
 	}
@@ -65,14 +64,14 @@ type Selection struct {
 	Criterion          string                         `json:"criterion"`
 	Backend            string                         `json:"backend"`
 	Date               string                         `json:"date"`
-	Chosen             map[method.Method]fgn.Settings `json:"chosen"`
+	Chosen             map[method.Method]method.Hyper `json:"chosen"`
 	Candidates         []Candidate                    `json:"candidates"`
 }
 
 // SelectConfig configures the search.
 type SelectConfig struct {
 	Profile Profile
-	Grid    map[method.Method][]fgn.Settings
+	Grid    map[method.Method][]method.Hyper
 	// Epochs of each candidate run (0: the profile's).
 	Epochs int
 	// ValidationFraction of every class of the training split is held out (stratified); the
@@ -104,7 +103,7 @@ func Select(be compute.Backend, cfg SelectConfig, d *Data) (*Selection, error) {
 	sel := &Selection{DataTag: d.Tag(), Data: d.Source, Profile: p.Name, Epochs: epochs,
 		ValidationFraction: cfg.ValidationFraction, SplitSeed: cfg.Seed,
 		Criterion: "validation accuracy after the last epoch; ties: lower validation cross-entropy",
-		Date:      time.Now().UTC().Format(time.RFC3339), Chosen: map[method.Method]fgn.Settings{}}
+		Date:      time.Now().UTC().Format(time.RFC3339), Chosen: map[method.Method]method.Hyper{}}
 	total := 0
 	for _, m := range p.Methods {
 		if len(cfg.Grid[m]) == 0 {
@@ -117,14 +116,14 @@ func Select(be compute.Backend, cfg SelectConfig, d *Data) (*Selection, error) {
 		best := -1
 		for _, h := range cfg.Grid[m] {
 			k++
-			rc := train.Config{Method: m, Settings: h, Classes: d.Classes, BatchSize: p.BatchSize, Epochs: epochs,
+			rc := train.Config{Method: m, Hyper: h, Classes: d.Classes, BatchSize: p.BatchSize, Epochs: epochs,
 				EvalEvery: p.EvalEvery, Seed: cfg.Seed}
 			if cfg.RunProgress != nil {
 				rc.Progress = cfg.RunProgress(k, total, m, cfg.Seed)
 			}
-			c := Candidate{Method: m, LearningRate: h.LearningRate, ValAccuracy: math.NaN(), ValCE: math.NaN()}
+			c := Candidate{Method: m, LearningRate: h.LearningRate(m), ValAccuracy: math.NaN(), ValCE: math.NaN()}
 			if m != method.Adam {
-				c.Damping = h.Damping
+				c.Damping = h.GN.Damping
 			}
 			tr, err := train.Run(be, rc, fit, val)
 			if err != nil {
@@ -207,7 +206,7 @@ func (s *Selection) Write(path string) error {
 // checking that it was made on data with the given tag and covers every method. A key the
 // format does not have (e.g. alpha or lambda, from a file written in an older format) is an
 // error naming it.
-func ReadSelection(path, dataTag string, methods []method.Method) (map[method.Method]fgn.Settings, *Selection, error) {
+func ReadSelection(path, dataTag string, methods []method.Method) (map[method.Method]method.Hyper, *Selection, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("headopt: configuration: %w", err)
@@ -217,25 +216,26 @@ func ReadSelection(path, dataTag string, methods []method.Method) (map[method.Me
 		return nil, nil, fmt.Errorf("headopt: configuration %s: %w", path, err)
 	}
 	// The file decodes, so a strict decode fails only on a key the format does not have, such as
-	// the alpha and lambda of files written before the chosen hyper-parameters were fgn.Settings.
+	// the alpha and lambda of files written before the chosen hyper-parameters were method.Hyper.
 	strict := json.NewDecoder(bytes.NewReader(b))
 	strict.DisallowUnknownFields()
 	if err := strict.Decode(&Selection{}); err != nil {
 		return nil, nil, fmt.Errorf("headopt: configuration %s: %w: not a key of the selection file format, which "+
-			"changed: each method's choice is now an fgn.Settings (learning_rate, damping, cg, row_operator, "+
-			"warm_start), where older files had alpha and lambda; rerun \"fgn headopt select\" to write the file anew",
+			"changed: each method's choice is now Adam's settings (adam: learning_rate, beta1, beta2, epsilon) "+
+			"or SGN's and FGN's (gn: learning_rate, damping, cg, row_operator, warm_start), where older files "+
+			"had alpha and lambda, or these keys at the top level; rerun \"fgn headopt select\" to write the file anew",
 			path, err)
 	}
 	if s.DataTag != dataTag {
 		return nil, nil, fmt.Errorf("headopt: configuration %s was selected on %q data, this run is on %q", path, s.DataTag, dataTag)
 	}
-	chosen := map[method.Method]fgn.Settings{}
+	chosen := map[method.Method]method.Hyper{}
 	for _, m := range methods {
 		c, ok := s.Chosen[m]
 		if !ok {
 			return nil, nil, fmt.Errorf("headopt: configuration %s has no choice for %s (it has %v)", path, m, slices.Sorted(maps.Keys(s.Chosen)))
 		}
-		if err := c.Validate(); err != nil {
+		if err := c.Validate(m); err != nil {
 			return nil, nil, fmt.Errorf("headopt: configuration %s: %s: %w", path, m, err)
 		}
 		chosen[m] = c

@@ -12,16 +12,15 @@ import (
 	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/train"
-	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 )
 
 // SweepConfig configures the final runs.
 type SweepConfig struct {
 	Profile Profile
-	// Settings holds each method's hyper-parameters (from a selection file); a missing method
-	// takes the paper's values (method.DefaultSettings).
-	Settings map[method.Method]fgn.Settings
+	// Hyper holds each method's hyper-parameters (from a selection file); a missing method
+	// takes the paper's values (method.Paper).
+	Hyper map[method.Method]method.Hyper
 	// Dir is the directory of the per-run trace CSVs (TracePath).
 	Dir string
 	// Command is recorded in the provenance comments.
@@ -45,7 +44,7 @@ func TracePath(dir string, m method.Method, seed uint64) string {
 
 // identityKeys are the trace comments that must match for a finished run to be reused: the
 // run's whole configuration, its data and its backend (timings are only comparable on one).
-var identityKeys = []string{"method", "model", "learning_rate", "damping", "damping_policy", "cg_max_iterations",
+var identityKeys = []string{"method", "model", "learning_rate", "beta1", "beta2", "epsilon", "damping", "damping_policy", "cg_max_iterations",
 	"cg_tolerance", "cg_stopping_rule", "row_operator", "warm_start", "classes",
 	"batch_size", "epochs", "eval_every", "seed", "backend", "data"}
 
@@ -81,11 +80,11 @@ func Sweep(be compute.Backend, cfg SweepConfig, d *Data) ([]Run, error) {
 	for _, m := range p.Methods {
 		for seed := uint64(1); seed <= uint64(p.Seeds); seed++ {
 			k++
-			settings, ok := cfg.Settings[m]
+			hyper, ok := cfg.Hyper[m]
 			if !ok {
-				settings = method.DefaultSettings(m)
+				hyper = method.Paper(m)
 			}
-			rc := train.Config{Method: m, Settings: settings, Classes: d.Classes, BatchSize: p.BatchSize,
+			rc := train.Config{Method: m, Hyper: hyper, Classes: d.Classes, BatchSize: p.BatchSize,
 				Epochs: p.Epochs, EvalEvery: p.EvalEvery, Seed: seed}
 			want := (&train.Trace{Config: rc.Resolved(), Backend: backend.Describe(be), Classes: d.Classes}).Table()
 			want.Comment("data", d.Source)

@@ -15,7 +15,6 @@ import (
 	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/features"
-	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 )
 
@@ -119,9 +118,9 @@ func TestSweepResumes(t *testing.T) {
 
 	// A changed configuration refuses to reuse the finished runs and overwrites nothing.
 	changed := cfg
-	adam := method.DefaultSettings(method.Adam)
-	adam.LearningRate = 1e-2
-	changed.Settings = map[method.Method]fgn.Settings{method.Adam: adam}
+	adam := method.Paper(method.Adam)
+	adam.Adam.LearningRate = 1e-2
+	changed.Hyper = map[method.Method]method.Hyper{method.Adam: adam}
 	if _, err := Sweep(be, changed, d); err == nil || !strings.Contains(err.Error(), `learning_rate = "0.0003", but this sweep has "0.01"`) {
 		t.Errorf("sweep with another α over finished runs: error %v, want a learning_rate mismatch", err)
 	}
@@ -169,13 +168,14 @@ func TestSelectionFeedsTheRun(t *testing.T) {
 	}
 	p, d := tiny(t)
 	p.Seeds = 1
-	with := func(m method.Method, alpha, lambda float64) fgn.Settings {
-		s := method.DefaultSettings(m)
-		s.LearningRate, s.Damping = alpha, lambda
-		return s
+	with := func(m method.Method, alpha, lambda float64) method.Hyper {
+		h := method.Paper(m)
+		h.GN.LearningRate, h.GN.Damping = alpha, lambda
+		return h
 	}
-	grid := map[method.Method][]fgn.Settings{
-		method.Adam: {with(method.Adam, 1e-3, 1), with(method.Adam, 0.05, 1)},
+	adam := func(alpha float64) method.Hyper { return method.Hyper{Adam: method.GoMLXAdam(alpha)} }
+	grid := map[method.Method][]method.Hyper{
+		method.Adam: {adam(1e-3), adam(0.05)},
 		method.SGN:  {with(method.SGN, 0.1, 1), with(method.SGN, 0.5, 0.5)},
 		method.FGN:  {with(method.FGN, 0.1, 1), with(method.FGN, 0.5, 0.5)},
 	}
@@ -194,7 +194,7 @@ func TestSelectionFeedsTheRun(t *testing.T) {
 				best = c
 			}
 		}
-		if best == nil || sel.Chosen[m].LearningRate != best.LearningRate || sel.Chosen[m].Damping != best.Damping && m != method.Adam {
+		if best == nil || sel.Chosen[m].LearningRate(m) != best.LearningRate || sel.Chosen[m].GN.Damping != best.Damping && m != method.Adam {
 			t.Errorf("%s: chose %+v, best candidate %+v", m, sel.Chosen[m], best)
 		}
 	}
@@ -210,7 +210,7 @@ func TestSelectionFeedsTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if _, err := Sweep(be, SweepConfig{Profile: p, Settings: hypers, Dir: dir}, d); err != nil {
+	if _, err := Sweep(be, SweepConfig{Profile: p, Hyper: hypers, Dir: dir}, d); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range p.Methods {
@@ -218,8 +218,8 @@ func TestSelectionFeedsTheRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := tab.Lookup("learning_rate"); got != report.Format(sel.Chosen[m].LearningRate) {
-			t.Errorf("%s trace ran with α = %s, the selection chose %g", m, got, sel.Chosen[m].LearningRate)
+		if got, _ := tab.Lookup("learning_rate"); got != report.Format(sel.Chosen[m].LearningRate(m)) {
+			t.Errorf("%s trace ran with α = %s, the selection chose %g", m, got, sel.Chosen[m].LearningRate(m))
 		}
 	}
 }

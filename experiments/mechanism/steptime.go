@@ -38,9 +38,9 @@ type StepTimeConfig struct {
 	// Methods are the methods timed, in order.
 	Methods []method.Method
 	// Settings are SGN's and FGN's settings (the method fixes the row operator and SGN's warm
-	// start); AdamLearningRate is Adam's step size.
-	Settings         fgn.Settings
-	AdamLearningRate float64
+	// start); Adam are Adam's.
+	Settings fgn.Settings
+	Adam     method.AdamSettings
 	// Seed seeds the features and labels.
 	Seed uint64
 }
@@ -50,14 +50,13 @@ var paperClasses = []int{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096}
 // PaperStepTime returns panel (a) with the paper's protocol (appendix G.1): d = 2048, b = 512,
 // 32768 examples, C from 2 to 4096, 128 warm-up and 640 timed steps per (C, method), every
 // method; SGN and FGN with α = 1, λ = 1 and a CG budget of 5 with tolerance 10⁻⁵, FGN stopping
-// CG by the paper's whitened row residual as every reproduction does (method.DefaultSettings);
-// Adam with step size 10⁻³. Package profile shrinks it for its smaller profiles.
+// CG by the paper's whitened row residual (fgn.PaperSettings, as every reproduction does);
+// Adam with GoMLX's defaults and step size 10⁻³. Package profile shrinks it for its smaller profiles.
 func PaperStepTime() StepTimeConfig {
-	s := fgn.DefaultSettings()
+	s := fgn.PaperSettings()
 	s.LearningRate = 1
-	s.CG.StoppingRule = method.DefaultSettings(method.FGN).CG.StoppingRule
 	return StepTimeConfig{Dim: 2048, Batch: 512, Examples: 32768, Classes: slices.Clone(paperClasses),
-		Warmup: 128, Steps: 640, Methods: slices.Clone(method.Methods), Settings: s, AdamLearningRate: 1e-3, Seed: 1}
+		Warmup: 128, Steps: 640, Methods: slices.Clone(method.Methods), Settings: s, Adam: method.GoMLXAdam(1e-3), Seed: 1}
 }
 
 // stepsAt returns the warm-up and timed steps at C classes.
@@ -79,8 +78,8 @@ func (c StepTimeConfig) validate() error {
 		return fmt.Errorf("mechanism: need ≥ 0 warm-up and ≥ 1 timed steps per point")
 	case c.Settings.Validate() != nil:
 		return fmt.Errorf("mechanism: %w", c.Settings.Validate())
-	case !(c.AdamLearningRate > 0):
-		return fmt.Errorf("mechanism: Adam's learning rate must be > 0, got %g", c.AdamLearningRate)
+	case c.Adam.Validate() != nil:
+		return fmt.Errorf("mechanism: %w", c.Adam.Validate())
 	}
 	for _, n := range c.Classes {
 		if n < 2 {
@@ -107,15 +106,11 @@ var StepTimeColumns = []string{"classes", "method", "warmup", "steps", "median_m
 
 // StepConfig returns the step of method m that panel (a) times (train.NewStep, the training
 // loop's step): the profile's settings, with SGN warm-started and FGN's row operator fixed by the
-// method (method.DefaultSettings), and Adam's learning rate for Adam, on an affine head with its
-// exact products.
+// method (method.Paper), and the profile's Adam, on an affine head with its exact products.
 func (c StepTimeConfig) StepConfig(m method.Method) train.StepConfig {
 	s := c.Settings
-	s.WarmStart = method.DefaultSettings(m).WarmStart
-	if m == method.Adam {
-		s.LearningRate = c.AdamLearningRate
-	}
-	return train.StepConfig{Method: m, Settings: s}
+	s.WarmStart = method.Paper(m).GN.WarmStart
+	return train.StepConfig{Method: m, Hyper: method.Hyper{Adam: c.Adam, GN: s}}
 }
 
 // gaussianBatches returns the features x_i ~ N(0, I_d), float32, split into static batches and
@@ -184,7 +179,7 @@ func StepTime(backend compute.Backend, c StepTimeConfig, progressW io.Writer) (s
 	t, samples := report.NewTable(StepTimeColumns...), report.NewTable(StepSampleColumns...)
 	t.Comment("panel", "(a) steady-state optimiser step time, linear softmax head on fixed Gaussian features")
 	t.Comment("parameters", fmt.Sprintf("d=%d batch=%d examples=%d (%d static batches, one per step, cycling) damping=%g cg_max_iterations=%d cg_tolerance=%g cg_stopping_rule=%s adam_learning_rate=%g learning_rate=%g seed=%d float32",
-		c.Dim, c.Batch, c.Examples, c.Examples/c.Batch, c.Settings.Damping, c.Settings.CG.MaxIterations, c.Settings.CG.Tolerance, c.Settings.CG.StoppingRule, c.AdamLearningRate, c.Settings.LearningRate, c.Seed))
+		c.Dim, c.Batch, c.Examples, c.Examples/c.Batch, c.Settings.Damping, c.Settings.CG.MaxIterations, c.Settings.CG.Tolerance, c.Settings.CG.StoppingRule, c.Adam.LearningRate, c.Settings.LearningRate, c.Seed))
 	warmLarge := ""
 	if c.LargeC > 0 {
 		warmLarge = fmt.Sprintf("; C>=%d: %d warm-up, %d timed", c.LargeC, c.LargeWarmup, c.LargeSteps)

@@ -103,7 +103,7 @@ func TestStepTimeErrors(t *testing.T) {
 		func(c *StepTimeConfig) { c.Classes = []int{1} },
 		func(c *StepTimeConfig) { c.Steps = 0 },
 		func(c *StepTimeConfig) { c.Settings.Damping = 0 },
-		func(c *StepTimeConfig) { c.AdamLearningRate = 0 },
+		func(c *StepTimeConfig) { c.Adam.LearningRate = 0 },
 		func(c *StepTimeConfig) { c.Methods = []method.Method{"lbfgs"} },
 	} {
 		c := tinyStepTime(t)

@@ -1,9 +1,11 @@
 // Package method is the experiments' vocabulary of optimisers: the methods compared (Adam, SGN
-// and the FGN variants), their labels in legends and tables, and the paper's settings for each.
+// and the FGN variants), their labels in legends and tables, their hyper-parameters (Hyper) and
+// the paper's values of them (Paper).
 package method
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/fgn-paper/fgn/fgn"
@@ -15,7 +17,7 @@ import (
 type Method string
 
 const (
-	// Adam is Adam with GoMLX's defaults (the algorithm of optimizer.Adam, built by the step
+	// Adam is Adam (the algorithm of optimizer.Adam with AdamSettings, built by the step
 	// builder so that it updates in place) on the batch gradient of fgn.LossGradient, the
 	// first-order baseline.
 	Adam Method = "adam"
@@ -87,27 +89,80 @@ func ParseMethod(s string) (Method, error) {
 	return "", fmt.Errorf("unknown method %q (want one of %s)", s, strings.Join(names, ", "))
 }
 
-// AdamLearningRate is the step size of Adam in the paper's experiments (sec. 5, app. F.2).
-const AdamLearningRate = 3e-4
+// AdamSettings are Adam's hyper-parameters (Kingma and Ba, 2015): the step size and the decay
+// rates β₁, β₂ of the first and second moments, and ε, which keeps the step m̂/(√v̂ + ε) finite.
+type AdamSettings struct {
+	LearningRate float64 `json:"learning_rate" yaml:"learning_rate"`
+	Beta1        float64 `json:"beta1" yaml:"beta1"`
+	Beta2        float64 `json:"beta2" yaml:"beta2"`
+	Epsilon      float64 `json:"epsilon" yaml:"epsilon"`
+}
 
-// DefaultSettings returns the paper's settings for method m (sec. 5, app. F.2): α = 0.1, λ = 1,
-// CG at most 5 iterations with tolerance 10⁻⁵, with Adam's α = 3·10⁻⁴, SGN's warm start and each
-// FGN variant's row operator. FGN stops CG by the paper's Algorithm 1, fgn.StopWhitenedRowResidual,
-// so that the experiments reproduce the paper's runs (the library's default,
-// fgn.StopParameterResidual, is compared with it by the head-optimisation ablation,
-// headopt.MakeAblation). Adam uses only the learning rate.
-func DefaultSettings(m Method) fgn.Settings {
-	s := fgn.Settings{LearningRate: 0.1, Damping: 1, CG: fgn.CGSettings{MaxIterations: 5, Tolerance: 1e-5}}
+// GoMLXAdam returns Adam with step size lr and the defaults of GoMLX's optimizer.Adam:
+// β₁ = 0.9, β₂ = 0.999, ε = 10⁻⁷.
+func GoMLXAdam(lr float64) AdamSettings {
+	return AdamSettings{LearningRate: lr, Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-7}
+}
+
+// Validate reports the first invalid setting, naming it: α and ε must be finite and > 0, β₁ and
+// β₂ in [0, 1) with β₁² < β₂, which bounds every step (see train's Adam step).
+func (a AdamSettings) Validate() error {
+	switch {
+	case !(a.LearningRate > 0) || math.IsInf(a.LearningRate, 0):
+		return fmt.Errorf("adam: learning rate α must be finite and > 0, got %g", a.LearningRate)
+	case !(a.Beta1 >= 0 && a.Beta1 < 1):
+		return fmt.Errorf("adam: β₁ must be in [0, 1), got %g", a.Beta1)
+	case !(a.Beta2 >= 0 && a.Beta2 < 1):
+		return fmt.Errorf("adam: β₂ must be in [0, 1), got %g", a.Beta2)
+	case !(a.Beta1*a.Beta1 < a.Beta2):
+		return fmt.Errorf("adam: need β₁² < β₂, got β₁ = %g, β₂ = %g", a.Beta1, a.Beta2)
+	case !(a.Epsilon > 0) || math.IsInf(a.Epsilon, 0):
+		return fmt.Errorf("adam: ε must be finite and > 0, got %g", a.Epsilon)
+	}
+	return nil
+}
+
+// Hyper is one method's hyper-parameters: Adam's (key adam) for Adam, fgn.Settings (key gn) for
+// SGN and FGN. A method reads only its own part, and a selection file records only that part.
+type Hyper struct {
+	Adam AdamSettings `json:"adam,omitzero" yaml:"adam,omitempty"`
+	GN   fgn.Settings `json:"gn,omitzero" yaml:"gn,omitempty"`
+}
+
+// LearningRate returns method m's step size α.
+func (h Hyper) LearningRate(m Method) float64 {
+	if m == Adam {
+		return h.Adam.LearningRate
+	}
+	return h.GN.LearningRate
+}
+
+// Validate reports the first invalid setting of method m's part of h.
+func (h Hyper) Validate(m Method) error {
+	if m == Adam {
+		return h.Adam.Validate()
+	}
+	return h.GN.Validate()
+}
+
+// Paper returns the paper's hyper-parameters for method m (sec. 5, app. F.2): Adam with
+// α = 3·10⁻⁴ and GoMLX's defaults; SGN and FGN with fgn.PaperSettings (α = 0.1, λ = 1, CG at most
+// 5 iterations with tolerance 10⁻⁵), SGN warm-started, FGN stopping CG by the paper's Algorithm 1
+// (fgn.StopWhitenedRowResidual; the library's default, fgn.StopParameterResidual, is compared
+// with it by the head-optimisation ablation, headopt.MakeAblation), each FGN variant with its
+// row operator.
+func Paper(m Method) Hyper {
 	switch m {
 	case Adam:
-		s.LearningRate = AdamLearningRate
+		return Hyper{Adam: GoMLXAdam(3e-4)}
 	case SGN:
+		s := fgn.PaperSettings()
 		s.WarmStart = true
-	case FGN:
-		s.CG.StoppingRule = fgn.StopWhitenedRowResidual
+		return Hyper{GN: s}
 	case FGNMatrixFree:
+		s := fgn.PaperSettings()
 		s.RowOperator = fgn.MatrixFree
-		s.CG.StoppingRule = fgn.StopWhitenedRowResidual
+		return Hyper{GN: s}
 	}
-	return s
+	return Hyper{GN: fgn.PaperSettings()}
 }

@@ -8,19 +8,17 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/initializer"
 
+	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/fgn"
 )
 
-// Adam's hyper-parameters besides the learning rate: the defaults of GoMLX's optimizer.Adam.
-const (
-	adamBeta1, adamBeta2, adamEpsilon = 0.9, 0.999, 1e-7
-	// adamScope is the store scope of Adam's state: the step count and each parameter's moments.
-	adamScope = "/adam"
-)
+// adamScope is the store scope of Adam's state: the step count and each parameter's moments.
+const adamScope = "/adam"
 
-// adamUpdate builds one step of Adam (Kingma and Ba, 2015), the algorithm and defaults of GoMLX's
+// adamUpdate builds one step of Adam (Kingma and Ba, 2015), the algorithm of GoMLX's
 // optimizer.Adam, on the parameters vars with their batch gradients grad (in the order of vars)
-// and the learning rate lr. With the step count t ← t + 1, for each parameter w with gradient g,
+// and the hyper-parameters h (learning rate lr, β₁, β₂, ε; method.GoMLXAdam gives GoMLX's
+// defaults). With the step count t ← t + 1, for each parameter w with gradient g,
 //
 //	m ← β₁m + (1−β₁)g,   v ← β₂v + (1−β₂)g²,   w ← w − s · m / (√v + ε̂),
 //
@@ -44,17 +42,17 @@ const (
 // place. (An If on the condition would skip the arithmetic, but the pure-Go backend puts back into
 // its pool a captured buffer that an If branch has updated in place and returned, so the next step
 // overwrites the parameters the caller holds; see compat.go: compatIfCapturedBuffer in package fgn.)
-func adamUpdate(scope *model.Scope, vars []*model.Variable, grad fgn.Vec, lr float64, loss *Node) *Node {
+func adamUpdate(scope *model.Scope, vars []*model.Variable, grad fgn.Vec, h method.AdamSettings, loss *Node) *Node {
 	g := loss.Graph()
 	state := scope.Store().Scope(adamScope).WithInitializer(initializer.Zero)
 	stepVar := state.VariableWithShape("step", shapes.Make(loss.DType())).SetTrainable(false)
 	before := stepVar.NodeValue(g)
 	t := AddScalar(before, 1)
 	one := OnesLike(t)
-	correction1 := Sub(one, Pow(Scalar(g, t.DType(), adamBeta1), t))
-	sqrtCorrection2 := Sqrt(Sub(one, Pow(Scalar(g, t.DType(), adamBeta2), t)))
-	size := Div(MulScalar(sqrtCorrection2, lr), correction1)
-	epsilon := MulScalar(sqrtCorrection2, adamEpsilon)
+	correction1 := Sub(one, Pow(Scalar(g, t.DType(), h.Beta1), t))
+	sqrtCorrection2 := Sqrt(Sub(one, Pow(Scalar(g, t.DType(), h.Beta2), t)))
+	size := Div(MulScalar(sqrtCorrection2, h.LearningRate), correction1)
+	epsilon := MulScalar(sqrtCorrection2, h.Epsilon)
 
 	// One sum per tensor: a NaN or ±Inf entry makes the sum of squares NaN or +Inf.
 	squares := make(fgn.Vec, len(grad))
@@ -70,8 +68,8 @@ func adamUpdate(scope *model.Scope, vars []*model.Variable, grad fgn.Vec, lr flo
 		taken := func(x *Node, skipped float64) *Node {
 			return Where(finite, ConvertDType(x, dtype), Scalar(g, dtype, skipped))
 		}
-		beta1, rest1 := taken(Scalar(g, dtype, adamBeta1), 1), taken(Scalar(g, dtype, 1-adamBeta1), 0)
-		beta2, rest2 := taken(Scalar(g, dtype, adamBeta2), 1), taken(Scalar(g, dtype, 1-adamBeta2), 0)
+		beta1, rest1 := taken(Scalar(g, dtype, h.Beta1), 1), taken(Scalar(g, dtype, 1-h.Beta1), 0)
+		beta2, rest2 := taken(Scalar(g, dtype, h.Beta2), 1), taken(Scalar(g, dtype, 1-h.Beta2), 0)
 		moments := state.Store().Scope(path.Join(adamScope, v.Scope())).WithInitializer(initializer.Zero)
 		mVar := moments.VariableWithShape(v.Name()+"_1st_moment", v.Shape()).SetTrainable(false)
 		vVar := moments.VariableWithShape(v.Name()+"_2nd_moment", v.Shape()).SetTrainable(false)

@@ -24,11 +24,11 @@ type StepConfig struct {
 	// Linearization is how the logits are linearised; the zero value is the model's exact products.
 	Linearization method.Linearization
 	Model         Model
-	// Settings are the method's hyper-parameters (start from method.DefaultSettings); the method
-	// fixes the row operator. Adam uses only the learning rate.
-	Settings fgn.Settings
+	// Hyper are the method's hyper-parameters (start from method.Paper); the method fixes the
+	// row operator.
+	Hyper method.Hyper
 	// DampingPolicy is SGN's and FGN's damping policy (nil: fgn.ConstantDamping, the paper's);
-	// Settings.Damping is its initial λ.
+	// Hyper.GN.Damping is its initial λ.
 	DampingPolicy fgn.DampingPolicy
 }
 
@@ -37,11 +37,11 @@ func (c StepConfig) Validate() error {
 	if _, err := method.ParseMethod(string(c.Method)); err != nil {
 		return err
 	}
-	if err := c.Settings.Validate(); err != nil {
+	if err := c.Hyper.Validate(c.Method); err != nil {
 		return err
 	}
 	if c.Method != method.Adam && c.DampingPolicy != nil {
-		if err := c.DampingPolicy.Validate(c.Settings.Damping); err != nil {
+		if err := c.DampingPolicy.Validate(c.Hyper.GN.Damping); err != nil {
 			return err
 		}
 	}
@@ -63,7 +63,7 @@ func (c StepConfig) Validate() error {
 // resolved returns c as a step uses it: the row operator fixed by the method, and the constant
 // damping policy when none is set.
 func (c StepConfig) resolved() StepConfig {
-	c.Settings.RowOperator = method.DefaultSettings(c.Method).RowOperator
+	c.Hyper.GN.RowOperator = method.Paper(c.Method).GN.RowOperator
 	if c.DampingPolicy == nil {
 		c.DampingPolicy = fgn.ConstantDamping{}
 	}
@@ -128,9 +128,9 @@ func NewStep(be compute.Backend, store *model.Store, vars []*model.Variable, cfg
 	switch cfg.Method {
 	case method.Adam:
 	case method.SGN:
-		gn = fgn.SGN().WithSettings(cfg.Settings).DampingPolicy(cfg.DampingPolicy).Done()
+		gn = fgn.SGN().WithSettings(cfg.Hyper.GN).DampingPolicy(cfg.DampingPolicy).Done()
 	default:
-		gn = fgn.FGN().WithSettings(cfg.Settings).DampingPolicy(cfg.DampingPolicy).Done()
+		gn = fgn.FGN().WithSettings(cfg.Hyper.GN).DampingPolicy(cfg.DampingPolicy).Done()
 	}
 	s := &Step{inputs: make([][]any, len(xs))}
 	for k := range xs {
@@ -168,7 +168,7 @@ func NewStep(be compute.Backend, store *model.Store, vars []*model.Variable, cfg
 		}
 		lin := cfg.Model.linearize(vars, in[0], cfg.Linearization, ht, gram)
 		if cfg.Method == method.Adam {
-			return adamStep(scope, vars, lin, in[1], cfg.Settings.LearningRate)
+			return adamStep(scope, vars, lin, in[1], cfg.Hyper.Adam)
 		}
 		return gnStep(scope, gn, lin, in[1])
 	})
@@ -239,15 +239,15 @@ func gnStep(scope *model.Scope, gn fgn.Optimizer, lin fgn.Linearization, labels 
 		dd.Accepted}
 }
 
-// adamStep builds Adam's step (adamUpdate) with learning rate lr on the batch gradient
+// adamStep builds Adam's step (adamUpdate) with hyper-parameters h on the batch gradient
 // g = (1/b) J_zᵀ (p − y) of lin (fgn.Margin.Gradient, as fgn.LossGradient, eqs. 2.11, 3.8: one
 // VJP, in closed form on an affine head, a reverse pass of autodiff otherwise) and returns Step's
 // outputs (gnStep), with zero CG iterations and residual and NaN damping telemetry.
-func adamStep(scope *model.Scope, vars []*model.Variable, lin fgn.Linearization, labels *Node, lr float64) []*Node {
+func adamStep(scope *model.Scope, vars []*model.Variable, lin fgn.Linearization, labels *Node, h method.AdamSettings) []*Node {
 	g := labels.Graph()
 	margin := fgn.NewMargin(lin.Logits(), labels)
 	loss := ReduceAllMean(margin.Loss)
-	finite := adamUpdate(scope, vars, margin.Gradient(lin), lr, loss)
+	finite := adamUpdate(scope, vars, margin.Gradient(lin), h, loss)
 	zero := ScalarZero(g, loss.DType())
 	nan := Scalar(g, loss.DType(), math.NaN())
 	return []*Node{loss, zero, zero, ReduceAllMean(margin.PDagger), ReduceAllMean(margin.Xi),

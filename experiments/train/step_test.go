@@ -26,11 +26,12 @@ func referenceStep(cfg StepConfig, vars []*model.Variable) func(scope *model.Sco
 	cfg = cfg.resolved()
 	switch cfg.Method {
 	case method.Adam:
-		adam = optimizer.Adam().LearningRate(cfg.Settings.LearningRate).Done()
+		a := cfg.Hyper.Adam
+		adam = optimizer.Adam().LearningRate(a.LearningRate).Betas(a.Beta1, a.Beta2).Epsilon(a.Epsilon).Done()
 	case method.SGN:
-		gn = fgn.SGN().WithSettings(cfg.Settings).DampingPolicy(cfg.DampingPolicy).Done()
+		gn = fgn.SGN().WithSettings(cfg.Hyper.GN).DampingPolicy(cfg.DampingPolicy).Done()
 	default:
-		gn = fgn.FGN().WithSettings(cfg.Settings).DampingPolicy(cfg.DampingPolicy).Done()
+		gn = fgn.FGN().WithSettings(cfg.Hyper.GN).DampingPolicy(cfg.DampingPolicy).Done()
 	}
 	return func(scope *model.Scope, x, y *Node) *Node {
 		g := x.Graph()
@@ -93,10 +94,10 @@ func TestStepMatchesReference(t *testing.T) {
 		{method.FGNMatrixFree, method.Autodiff, affine, nil},
 		{method.FGNMatrixFree, method.ExactProducts, mlp, nil},
 	} {
-		cfg := StepConfig{Method: tc.m, Linearization: tc.lin, Model: tc.model, Settings: method.DefaultSettings(tc.m),
+		cfg := StepConfig{Method: tc.m, Linearization: tc.lin, Model: tc.model, Hyper: method.Paper(tc.m),
 			DampingPolicy: tc.policy}
 		if tc.m == method.Adam {
-			cfg.Settings.LearningRate = 0.05
+			cfg.Hyper.Adam.LearningRate = 0.05
 		}
 		name := string(tc.m) + "/" + tc.lin.String() + "/" + tc.model.String()
 		if tc.policy != nil {
@@ -143,7 +144,7 @@ func TestStepMatchesReference(t *testing.T) {
 func TestStepErrors(t *testing.T) {
 	trainSet, _ := problem(t, 16, 3, 3)
 	x, y := gather(trainSet, nil)
-	ok := StepConfig{Method: method.FGN, Settings: method.DefaultSettings(method.FGN)}
+	ok := StepConfig{Method: method.FGN, Hyper: method.Paper(method.FGN)}
 	for _, tc := range []struct {
 		name   string
 		mutate func(*StepConfig)
@@ -152,7 +153,7 @@ func TestStepErrors(t *testing.T) {
 	}{
 		{"unknown method", func(c *StepConfig) { c.Method = "newton" }, nil, `unknown method "newton"`},
 		{"unknown linearisation", func(c *StepConfig) { c.Linearization = 7 }, nil, "unknown linearisation Linearization(7)"},
-		{"bad settings", func(c *StepConfig) { c.Settings.Damping = 0 }, nil, "damping λ"},
+		{"bad settings", func(c *StepConfig) { c.Hyper.GN.Damping = 0 }, nil, "damping λ"},
 		{"negative width", func(c *StepConfig) { c.Model.Hidden = -1 }, nil, "hidden width must be ≥ 0"},
 		{"closed-form Gram on an MLP", func(c *StepConfig) { c.Model.Hidden = 3 }, nil, "use fgn-matrix-free"},
 		{"closed-form Gram by autodiff", func(c *StepConfig) { c.Linearization = method.Autodiff }, nil,
@@ -213,7 +214,7 @@ func TestStepNotFiniteChangesNothing(t *testing.T) {
 			t.Run(string(meth)+"/"+m.String(), func(t *testing.T) {
 				store := model.NewStore()
 				vars := m.initialize(store.RootScope().In("model"), trainSet.D, 4, 3)
-				step, err := NewStep(testBackend, store, vars, StepConfig{Method: meth, Model: m, Settings: method.DefaultSettings(meth)}, xs, ys)
+				step, err := NewStep(testBackend, store, vars, StepConfig{Method: meth, Model: m, Hyper: method.Paper(meth)}, xs, ys)
 				if err != nil {
 					t.Fatal(err)
 				}

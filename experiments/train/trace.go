@@ -27,9 +27,14 @@ func (t *Trace) Table() *report.Table {
 	c := t.Config
 	tab.Comment("method", string(c.Method))
 	tab.Comment("model", c.Model.String())
-	s := c.Settings
-	tab.Comment("learning_rate", report.Format(s.LearningRate))
-	if c.Method != method.Adam {
+	tab.Comment("learning_rate", report.Format(c.Hyper.LearningRate(c.Method)))
+	if c.Method == method.Adam {
+		a := c.Hyper.Adam
+		tab.Comment("beta1", report.Format(a.Beta1))
+		tab.Comment("beta2", report.Format(a.Beta2))
+		tab.Comment("epsilon", report.Format(a.Epsilon))
+	} else {
+		s := c.Hyper.GN
 		tab.Comment("damping", report.Format(s.Damping))
 		tab.Comment("damping_policy", c.DampingPolicy.String())
 		tab.Comment("cg_max_iterations", strconv.Itoa(s.CG.MaxIterations))

@@ -31,11 +31,11 @@ import (
 // Config configures one training run.
 type Config struct {
 	Method method.Method
-	// Settings are the method's hyper-parameters (start from DefaultSettings); the method fixes
-	// the row operator. Adam uses only the learning rate.
-	Settings fgn.Settings
+	// Hyper are the method's hyper-parameters (start from method.Paper); the method fixes the
+	// row operator.
+	Hyper method.Hyper
 	// DampingPolicy is SGN's and FGN's damping policy (nil: fgn.ConstantDamping, the paper's);
-	// Settings.Damping is its initial λ.
+	// Hyper.GN.Damping is its initial λ.
 	DampingPolicy fgn.DampingPolicy
 	Model         Model
 	// Classes is the number of classes C; 0 infers it from the largest label of both splits.
@@ -58,13 +58,13 @@ type Config struct {
 // damping policy when none is set. Traces record it.
 func (c Config) Resolved() Config {
 	s := c.step().resolved()
-	c.Settings, c.DampingPolicy = s.Settings, s.DampingPolicy
+	c.Hyper, c.DampingPolicy = s.Hyper, s.DampingPolicy
 	return c
 }
 
 // step returns the configuration of the run's optimiser step.
 func (c Config) step() StepConfig {
-	return StepConfig{Method: c.Method, Model: c.Model, Settings: c.Settings, DampingPolicy: c.DampingPolicy}
+	return StepConfig{Method: c.Method, Model: c.Model, Hyper: c.Hyper, DampingPolicy: c.DampingPolicy}
 }
 
 // Point is one evaluation of a run.

@@ -90,9 +90,9 @@ func TestRunDeterministicAndLearns(t *testing.T) {
 			if meth == method.FGN && m.Hidden > 0 {
 				continue // the closed-form Gram needs an affine head (TestRunErrors)
 			}
-			cfg := Config{Method: meth, Settings: method.DefaultSettings(meth), Model: m, BatchSize: 32, Epochs: 3, EvalEvery: 5, Seed: 7}
+			cfg := Config{Method: meth, Hyper: method.Paper(meth), Model: m, BatchSize: 32, Epochs: 3, EvalEvery: 5, Seed: 7}
 			if meth == method.Adam {
-				cfg.Settings.LearningRate = 0.05
+				cfg.Hyper.Adam.LearningRate = 0.05
 			}
 			runOnce := func() []Point {
 				tr, err := Run(testBackend, cfg, trainSet, evalSet)
@@ -149,7 +149,7 @@ func samePoints(a, b []Point) bool {
 func TestWallTimeExcludesEvaluation(t *testing.T) {
 	trainSet, evalSet := problem(t, 64, 4, 3)
 	const pause = 150 * time.Millisecond
-	cfg := Config{Method: method.FGN, Settings: method.DefaultSettings(method.FGN), BatchSize: 16, Epochs: 2, EvalEvery: 1, Seed: 1, beforeEval: func() { time.Sleep(pause) }}
+	cfg := Config{Method: method.FGN, Hyper: method.Paper(method.FGN), BatchSize: 16, Epochs: 2, EvalEvery: 1, Seed: 1, beforeEval: func() { time.Sleep(pause) }}
 	start := time.Now()
 	tr, err := Run(testBackend, cfg, trainSet, evalSet)
 	if err != nil {
@@ -173,7 +173,7 @@ func TestRunErrors(t *testing.T) {
 	nan := &features.Set{X: append([]float32(nil), evalSet.X...), Y: evalSet.Y, N: evalSet.N, D: evalSet.D}
 	nan.X[4] = float32(math.NaN())
 	wide := &features.Set{X: make([]float32, 2*4), Y: []int32{0, 1}, N: 2, D: 4}
-	ok := Config{Method: method.FGN, Settings: method.DefaultSettings(method.FGN), BatchSize: 8, Epochs: 1, EvalEvery: 1}
+	ok := Config{Method: method.FGN, Hyper: method.Paper(method.FGN), BatchSize: 8, Epochs: 1, EvalEvery: 1}
 	for _, tc := range []struct {
 		name        string
 		mutate      func(*Config)
@@ -185,10 +185,10 @@ func TestRunErrors(t *testing.T) {
 		{"no epochs", func(c *Config) { c.Epochs = 0 }, trainSet, evalSet, "epochs must be ≥ 1"},
 		{"bad eval interval", func(c *Config) { c.EvalEvery = 0 }, trainSet, evalSet, "evaluation interval"},
 		{"closed-form Gram on an MLP", func(c *Config) { c.Model.Hidden = 3 }, trainSet, evalSet, "use fgn-matrix-free"},
-		{"negative step", func(c *Config) { c.Settings.LearningRate = -1 }, trainSet, evalSet, "learning rate α"},
-		{"bad damping", func(c *Config) { c.Settings.Damping = math.Inf(1) }, trainSet, evalSet, "damping λ"},
+		{"negative step", func(c *Config) { c.Hyper.GN.LearningRate = -1 }, trainSet, evalSet, "learning rate α"},
+		{"bad damping", func(c *Config) { c.Hyper.GN.Damping = math.Inf(1) }, trainSet, evalSet, "damping λ"},
 		{"damping outside the LM bounds", func(c *Config) {
-			c.Settings.Damping, c.DampingPolicy = 1e7, fgn.LevenbergMarquardt()
+			c.Hyper.GN.Damping, c.DampingPolicy = 1e7, fgn.LevenbergMarquardt()
 		}, trainSet, evalSet, "outside the Levenberg-Marquardt bounds"},
 		{"label out of range", func(c *Config) { c.Classes = 2 }, trainSet, evalSet, "outside [0, 2)"},
 		{"NaN feature", func(c *Config) {}, trainSet, nan, "must be finite"},
@@ -205,7 +205,7 @@ func TestRunErrors(t *testing.T) {
 
 func TestTraceTableRoundTrip(t *testing.T) {
 	trainSet, evalSet := problem(t, 40, 3, 3)
-	tr, err := Run(testBackend, Config{Method: method.SGN, Settings: method.DefaultSettings(method.SGN), BatchSize: 10, Epochs: 1, EvalEvery: 2, Seed: 3,
+	tr, err := Run(testBackend, Config{Method: method.SGN, Hyper: method.Paper(method.SGN), BatchSize: 10, Epochs: 1, EvalEvery: 2, Seed: 3,
 		DampingPolicy: fgn.LevenbergMarquardt()}, trainSet, evalSet)
 	if err != nil {
 		t.Fatal(err)
@@ -260,9 +260,9 @@ func TestBadBatchNeverCorruptsTheModel(t *testing.T) {
 	const epochs = 3
 	totalSkipped := 0
 	for _, meth := range method.Methods {
-		cfg := Config{Method: meth, Settings: method.DefaultSettings(meth), BatchSize: 32, Epochs: epochs, EvalEvery: 4, Seed: 7}
+		cfg := Config{Method: meth, Hyper: method.Paper(meth), BatchSize: 32, Epochs: epochs, EvalEvery: 4, Seed: 7}
 		if meth == method.Adam {
-			cfg.Settings.LearningRate = 0.05
+			cfg.Hyper.Adam.LearningRate = 0.05
 		}
 		tr, err := Run(testBackend, cfg, &bad, evalSet)
 		if err != nil {
@@ -299,11 +299,11 @@ func TestDampingTelemetry(t *testing.T) {
 				continue // the closed-form Gram needs an affine head
 			}
 			for _, policy := range []fgn.DampingPolicy{fgn.ConstantDamping{}, fgn.LevenbergMarquardt()} {
-				cfg := Config{Method: meth, Settings: method.DefaultSettings(meth), Model: m, BatchSize: 32, Epochs: 4, EvalEvery: 4, Seed: 5,
+				cfg := Config{Method: meth, Hyper: method.Paper(meth), Model: m, BatchSize: 32, Epochs: 4, EvalEvery: 4, Seed: 5,
 					DampingPolicy: policy}
 				lm := policy.Adaptive()
 				if lm {
-					cfg.Settings.LearningRate, cfg.Settings.Damping = 1.5, 1e-2
+					cfg.Hyper.GN.LearningRate, cfg.Hyper.GN.Damping = 1.5, 1e-2
 				}
 				tr, err := Run(testBackend, cfg, trainSet, evalSet)
 				if err != nil {
@@ -329,7 +329,7 @@ func TestDampingTelemetry(t *testing.T) {
 					t.Errorf("%s %s %s: training loss %.4f → %.4f", meth, m, policy, first.TrainLoss, last.TrainLoss)
 				}
 				t.Logf("%s %s %s: train loss %.4f → %.4f, λ %g → %g, %d rejected of %d steps", meth, m, policy,
-					first.TrainLoss, last.TrainLoss, cfg.Settings.Damping, last.NextDamping,
+					first.TrainLoss, last.TrainLoss, cfg.Hyper.GN.Damping, last.NextDamping,
 					last.RejectedSteps, last.Step)
 			}
 		}

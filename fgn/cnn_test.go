@@ -48,7 +48,9 @@ func TestTrainerCNN(t *testing.T) {
 		{"SGN Levenberg-Marquardt", fgn.SGN().LearningRate(1).DampingPolicy(fgn.LevenbergMarquardt()).Done()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			trainer := train.NewTrainer(be, model.NewStore(), cnn, fgn.Loss, tc.opt, nil, nil)
+			store := model.NewStore()
+			store.SetParam(model.ParamInitialSeed, int64(1)) // the same initial weights in every run
+			trainer := train.NewTrainer(be, store, cnn, fgn.Loss, tc.opt, nil, nil)
 			var losses []float32
 			for range steps {
 				metrics, err := trainer.TrainStep(batch())

@@ -201,7 +201,7 @@ func TestLMAdapts(t *testing.T) {
 	}
 }
 
-// TestConstantDampingUnchanged checks that the default policy, ConstantDamping, takes the step
+// TestConstantDampingUnchanged checks that the paper's policy, ConstantDamping, takes the step
 // w + α d of the public direction functions bit for bit and adds no state variable.
 func TestConstantDampingUnchanged(t *testing.T) {
 	const alpha, lambda = 0.4, 0.6
@@ -215,38 +215,31 @@ func TestConstantDampingUnchanged(t *testing.T) {
 		mlp  bool
 		dir  func(lin Linearization, labels *Node, cfg Settings) *Direction
 	}{
-		{"FGN affine closed form", FGN(), false, fgnCold},
-		{"FGN mlp", FGN(), true, fgnCold},
-		{"SGN mlp", SGN(), true, func(lin Linearization, labels *Node, cfg Settings) *Direction {
+		{"FGN affine closed form", FGN().DampingPolicy(ConstantDamping{}), false, fgnCold},
+		{"FGN mlp", FGN().DampingPolicy(ConstantDamping{}), true, fgnCold},
+		{"SGN mlp", SGN().DampingPolicy(ConstantDamping{}), true, func(lin Linearization, labels *Node, cfg Settings) *Direction {
 			return SGNDirection(lin, labels, nil, cfg)
 		}},
 	} {
-		for _, explicit := range []bool{false, true} {
-			name := tc.name + " default"
-			opt := *tc.opt
-			if explicit {
-				name = tc.name + " ConstantDamping{}"
-				opt.DampingPolicy(ConstantDamping{})
+		opt := *tc.opt
+		t.Run(tc.name, func(t *testing.T) {
+			m := newOptModel(p, tc.mlp, false)
+			want := flat64(model.MustNewExec(testBackend, m.store, func(_ *model.Scope, h, labels *Node) *Node {
+				lin := m.lin(h)
+				d := tc.dir(lin, labels, Settings{Damping: lambda, CG: DefaultSettings().CG})
+				return flattenVec(vecAxpy(lin.Params(), Scalar(h.Graph(), dtypes.Float64, alpha), d.D))
+			}).MustCall(p.h, p.labels)[0])
+			m.step(t, opt.LearningRate(alpha).Damping(lambda).Done(), p, 1)
+			if !equalBits(m.flatParams(), want) {
+				t.Errorf("constant damping step differs from w + αd of the direction function: relative %g",
+					ref.RelErr(m.flatParams(), want))
 			}
-			t.Run(name, func(t *testing.T) {
-				m := newOptModel(p, tc.mlp, false)
-				want := flat64(model.MustNewExec(testBackend, m.store, func(_ *model.Scope, h, labels *Node) *Node {
-					lin := m.lin(h)
-					d := tc.dir(lin, labels, Settings{Damping: lambda, CG: DefaultSettings().CG})
-					return flattenVec(vecAxpy(lin.Params(), Scalar(h.Graph(), dtypes.Float64, alpha), d.D))
-				}).MustCall(p.h, p.labels)[0])
-				m.step(t, opt.LearningRate(alpha).Damping(lambda).Done(), p, 1)
-				if !equalBits(m.flatParams(), want) {
-					t.Errorf("constant damping step differs from w + αd of the direction function: relative %g",
-						ref.RelErr(m.flatParams(), want))
+			for v := range m.store.IterVariables() {
+				if strings.HasSuffix(v.Path(), "/damping") {
+					t.Errorf("constant damping created the state variable %s", v.Path())
 				}
-				for v := range m.store.IterVariables() {
-					if strings.HasSuffix(v.Path(), "/damping") {
-						t.Errorf("constant damping created the state variable %s", v.Path())
-					}
-				}
-			})
-		}
+			}
+		})
 	}
 }
 

@@ -66,7 +66,7 @@ func Example_trainer() {
 		}
 		return layer("2", Tanh(layer("1", x, w1)), w2)
 	}
-	opt := fgn.FGN().LearningRate(1).Damping(0.1).Done() // CG ≤ 5 iterations, tolerance 1e-5
+	opt := fgn.FGN().Damping(0.1).Done() // α = 1, λ from 0.1 by Levenberg-Marquardt, CG ≤ 5 iterations
 	trainer := train.NewTrainer(be, model.NewStore(), mlp, fgn.Loss, opt, nil, nil)
 	for i := range 60 {
 		batch := train.Batch{Inputs: []*tensors.Tensor{tensors.FromValue(x)}, Labels: []*tensors.Tensor{tensors.FromValue(y)}}
@@ -80,9 +80,9 @@ func Example_trainer() {
 	}
 	// Output:
 	// step  0: loss 1.437
-	// step 20: loss 0.301
-	// step 40: loss 0.171
-	// step 59: loss 0.130
+	// step 20: loss 0.233
+	// step 40: loss 0.089
+	// step 59: loss 0.063
 }
 
 // Example_closedForm supplies a closed-form linearisation: the model records its affine head
@@ -126,7 +126,7 @@ func Example_closedForm() {
 		fgn.RecordLinearization(lin)
 		return lin.Logits()
 	}
-	trainer := train.NewTrainer(be, model.NewStore(), head, fgn.Loss, fgn.FGN().LearningRate(1).Done(), nil, nil)
+	trainer := train.NewTrainer(be, model.NewStore(), head, fgn.Loss, fgn.FGN().Done(), nil, nil)
 	for i := range 30 {
 		batch := train.Batch{Inputs: []*tensors.Tensor{tensors.FromValue(x)}, Labels: []*tensors.Tensor{tensors.FromValue(y)}}
 		metrics, err := trainer.TrainStep(batch)
@@ -139,7 +139,7 @@ func Example_closedForm() {
 	}
 	// Output:
 	// step  0: loss 1.386
-	// step 10: loss 0.312
-	// step 20: loss 0.257
-	// step 29: loss 0.236
+	// step 10: loss 0.168
+	// step 20: loss 0.157
+	// step 29: loss 0.154
 }

@@ -364,7 +364,7 @@ func TestLinearizeZooStep(t *testing.T) {
 			}
 			want := denseSolve(t, hess, d, lambda, neg)
 
-			opt := FGN().LearningRate(alpha).Damping(lambda).CGMaxIterations(3 * b).CGTolerance(1e-14).Done()
+			opt := FGN().LearningRate(alpha).Damping(lambda).DampingPolicy(ConstantDamping{}).CGMaxIterations(3 * b).CGTolerance(1e-14).Done()
 			exec := model.MustNewExec(testBackend, m.store, func(scope *model.Scope, x, labels *Node) *Node {
 				scope.Store().SetTraining(x.Graph(), true)
 				params := make(Vec, len(m.vars))

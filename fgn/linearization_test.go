@@ -64,7 +64,7 @@ func TestUserLinearization(t *testing.T) {
 				return lin.Logits()
 			}
 			trainer := train.NewTrainer(be, store, modelFn, fgn.Loss,
-				opt.cfg().LearningRate(0.5).CGMaxIterations(3).Done(), nil, nil)
+				opt.cfg().LearningRate(0.5).DampingPolicy(fgn.ConstantDamping{}).CGMaxIterations(3).Done(), nil, nil)
 			for range 3 {
 				batch := train.Batch{Inputs: []*tensors.Tensor{tensors.FromValue(h)},
 					Labels: []*tensors.Tensor{tensors.FromValue(labels)}}

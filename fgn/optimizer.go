@@ -80,22 +80,26 @@ type GNConfig struct {
 	scopeName string
 }
 
-// FGN returns the configuration of the FGN optimizer with DefaultSettings (α = 0.1, λ = 1, at
-// most 5 CG iterations stopped on the parameter-space residual with tolerance 1e-5, the
-// closed-form Gram whenever the linearisation provides one, no warm start; WithSettings(
-// PaperSettings()) runs Algorithm 1 exactly). Its state lives under the store scope "/FGNOptimizer".
+// FGN returns the configuration of the FGN optimizer with the library's defaults, chosen to train
+// a model written with GoMLX's layers through train.Trainer without tuning (the model-zoo sweep
+// of experiments/zoo, BENCHMARKS.md): DefaultSettings (step size α = 1, at most 5 CG iterations
+// stopped on the parameter-space residual at tolerance 1e-5, the closed-form Gram whenever the
+// linearisation provides one, no warm start) and LevenbergMarquardt damping from λ = 1. The
+// paper's runs (sec. 5, app. F.2) keep λ = 1 constant with α = 0.1 and stop CG on the whitened
+// row residual: WithSettings(PaperSettings()).DampingPolicy(ConstantDamping{}) runs Algorithm 1
+// exactly. Its state lives under the store scope "/FGNOptimizer".
 func FGN() *GNConfig {
-	return &GNConfig{fgn: true, s: DefaultSettings(), damping: ConstantDamping{}, scopeName: "FGNOptimizer"}
+	return &GNConfig{fgn: true, s: DefaultSettings(), damping: LevenbergMarquardt(), scopeName: "FGNOptimizer"}
 }
 
 // SGN returns the configuration of the SGN baseline optimizer (full softmax GGN, parameter-space
-// CG) with DefaultSettings and CG warm-started from the previous direction, as in the paper's
-// runs (app. F.2; SGN's CG has one stopping rule). Its state lives under the store scope
-// "/SGNOptimizer".
+// CG) with the library's defaults, those of FGN: DefaultSettings and LevenbergMarquardt damping
+// from λ = 1, CG started from zero (SGN's CG has one stopping rule). The paper's SGN (app. F.2)
+// keeps λ constant and warm-starts CG from the previous direction (WarmStart); with an adaptive λ
+// that start, the solution of another batch's system at another λ, can point uphill and get the
+// step rejected. Its state lives under the store scope "/SGNOptimizer".
 func SGN() *GNConfig {
-	s := DefaultSettings()
-	s.WarmStart = true
-	return &GNConfig{s: s, damping: ConstantDamping{}, scopeName: "SGNOptimizer"}
+	return &GNConfig{s: DefaultSettings(), damping: LevenbergMarquardt(), scopeName: "SGNOptimizer"}
 }
 
 // WithSettings replaces every setting at once.
@@ -104,15 +108,16 @@ func (c *GNConfig) WithSettings(s Settings) *GNConfig { c.s = s; return c }
 // Settings returns the current settings.
 func (c *GNConfig) Settings() Settings { return c.s }
 
-// LearningRate sets the step size α > 0 (default 0.1). It is the initial value of GoMLX's
+// LearningRate sets the step size α > 0 (default 1; the paper's is 0.1). It is the initial value of GoMLX's
 // learning-rate variable (optimizer.LearningRateVar), which learning-rate schedules may change.
 func (c *GNConfig) LearningRate(alpha float64) *GNConfig { c.s.LearningRate = alpha; return c }
 
-// Damping sets the damping λ > 0 (default 1): the constant λ, or an adaptive policy's initial λ.
+// Damping sets the damping λ > 0 (default 1, the paper's): the constant λ, or an adaptive
+// policy's initial λ.
 func (c *GNConfig) Damping(lambda float64) *GNConfig { c.s.Damping = lambda; return c }
 
-// DampingPolicy sets how λ evolves from step to step (default ConstantDamping, the paper's; see
-// LevenbergMarquardt). An adaptive policy keeps λ in the state variable "damping" under the
+// DampingPolicy sets how λ evolves from step to step (default LevenbergMarquardt; the paper's is
+// ConstantDamping). An adaptive policy keeps λ in the state variable "damping" under the
 // optimizer's scope.
 func (c *GNConfig) DampingPolicy(p DampingPolicy) *GNConfig { c.damping = p; return c }
 
@@ -126,8 +131,8 @@ func (c *GNConfig) CGTolerance(tol float64) *GNConfig { c.s.CG.Tolerance = tol; 
 // Algorithm 1 is StopWhitenedRowResidual). SGN's parameter-space CG has one rule.
 func (c *GNConfig) CGStoppingRule(rule StoppingRule) *GNConfig { c.s.CG.StoppingRule = rule; return c }
 
-// WarmStart sets whether CG starts from the previous step's solution (SGN default: true, the
-// previous direction; FGN default: false — FGN's warm start is the previous row-space solution u,
+// WarmStart sets whether CG starts from the previous step's solution (default false; the paper's
+// SGN starts from the previous direction; FGN's warm start is the previous row-space solution u,
 // meaningful only for a fixed batch size).
 func (c *GNConfig) WarmStart(on bool) *GNConfig { c.s.WarmStart = on; return c }
 

@@ -150,7 +150,7 @@ func TestOptimizerStepMatchesDense(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				m := newOptModel(p, tc.mlp, tc.generic)
 				before := m.flatParams()
-				opt := tc.opt.LearningRate(alpha).Damping(lambda).CGMaxIterations(60).CGTolerance(1e-14).Done()
+				opt := tc.opt.LearningRate(alpha).Damping(lambda).DampingPolicy(ConstantDamping{}).CGMaxIterations(60).CGTolerance(1e-14).Done()
 				if trainer {
 					m.trainerStep(t, opt, p, 1)
 				} else {
@@ -190,9 +190,11 @@ func TestWarmStart(t *testing.T) {
 		}
 		return out
 	}
+	// The paper's SGN: CG warm-started from the previous direction, constant λ.
+	paperSGN := func() *GNConfig { return SGN().WarmStart(true).DampingPolicy(ConstantDamping{}) }
 	w0 := cold.flatParams()
-	cold.step(t, SGN().WarmStart(false).LearningRate(alpha).Done(), p, 1)
-	warm.step(t, SGN().LearningRate(alpha).Done(), p, 1)
+	cold.step(t, paperSGN().WarmStart(false).LearningRate(alpha).Done(), p, 1)
+	warm.step(t, paperSGN().LearningRate(alpha).Done(), p, 1)
 	if d := ref.RelErr(warm.flatParams(), cold.flatParams()); d != 0 {
 		t.Fatalf("first step: warm start from zero state differs from cold start (rel. diff %g), want bit-identical", d)
 	}
@@ -217,7 +219,7 @@ func TestWarmStart(t *testing.T) {
 		return []*Node{flattenVec(SGNDirection(lin, in[1], Vec(in[2:6]), oneIt).D)}
 	}, inputs...)[0]
 	w1 := warm.flatParams()
-	warm.step(t, SGN().LearningRate(alpha).CGMaxIterations(1).Done(), p, 1)
+	warm.step(t, paperSGN().LearningRate(alpha).CGMaxIterations(1).Done(), p, 1)
 	moved := sub(warm.flatParams(), w1)
 	for k := range moved {
 		moved[k] /= alpha
@@ -226,10 +228,12 @@ func TestWarmStart(t *testing.T) {
 
 	// Run to convergence from the same point: the warm and cold steps agree.
 	a, b := newOptModel(p, true, false), newOptModel(p, true, false)
-	exact := func(c *GNConfig) Optimizer { return c.CGMaxIterations(80).CGTolerance(1e-14).Done() }
-	a.step(t, exact(SGN()), p, 2)
-	b.step(t, exact(SGN()), p, 1)
-	b.step(t, exact(SGN().WarmStart(false)), p, 1)
+	exact := func(c *GNConfig) Optimizer {
+		return c.DampingPolicy(ConstantDamping{}).CGMaxIterations(80).CGTolerance(1e-14).Done()
+	}
+	a.step(t, exact(paperSGN()), p, 2)
+	b.step(t, exact(paperSGN()), p, 1)
+	b.step(t, exact(paperSGN().WarmStart(false)), p, 1)
 	check(t, "converged warm vs cold second step", ref.RelErr(a.flatParams(), b.flatParams()), 1e-10)
 
 	// FGN's optional warm start (the row-space solution u) obeys the same rule.
@@ -300,7 +304,7 @@ func TestNonFiniteStepChangesNothing(t *testing.T) {
 		}{
 			{"FGN closed-form Gram", FGN().WarmStart(true), math.NaN()},
 			{"FGN matrix-free", FGN().WarmStart(true).RowOperator(MatrixFree), math.Inf(1)},
-			{"SGN", SGN(), math.NaN()},
+			{"SGN", SGN().WarmStart(true), math.NaN()},
 		} {
 			t.Run(tc.name+"/"+dtype.String(), func(t *testing.T) {
 				m := newOptModelOf(p, false, false, dtype)

@@ -42,14 +42,18 @@ type CGSettings struct {
 	StoppingRule StoppingRule `json:"stopping_rule" yaml:"stopping_rule"`
 }
 
-// DefaultSettings returns this library's defaults: the paper's hyper-parameters (α = 0.1, λ = 1,
-// at most N_CG = 5 CG iterations, tolerance 1e-5; sec. 5, app. F.2) with CG stopped on the
-// parameter-space residual (StopParameterResidual) rather than on Algorithm 1's whitened row
-// residual, which a batch of confidently misclassified examples meets after one iteration far
-// from the solution (see StopWhitenedRowResidual). The row operator is ClosedFormGram (the closed
-// form where the linearisation has one), the saturation floor the dtype's default, no warm start.
+// DefaultSettings returns this library's defaults, those of FGN() and SGN(): step size α = 1 (the
+// library's: with FGN()'s adaptive damping, the full Gauss-Newton step; the paper's is 0.1), λ = 1
+// (with FGN()'s Levenberg-Marquardt damping its initial value), at most N_CG = 5 CG iterations
+// with tolerance 1e-5 (the paper's; sec. 5, app. F.2), CG stopped on the parameter-space residual
+// (StopParameterResidual) rather than on Algorithm 1's whitened row residual, which a batch of
+// confidently misclassified examples meets after one iteration far from the solution (see
+// StopWhitenedRowResidual). The row operator is ClosedFormGram (the closed form where the
+// linearisation has one), the saturation floor the dtype's default, no warm start. The model-zoo
+// sweep of experiments/zoo chose α (BENCHMARKS.md).
 func DefaultSettings() Settings {
 	s := PaperSettings()
+	s.LearningRate = 1
 	s.CG.StoppingRule = StopParameterResidual
 	return s
 }
@@ -57,8 +61,9 @@ func DefaultSettings() Settings {
 // PaperSettings returns the settings of the paper's Algorithm 1 with its hyper-parameters (sec. 5,
 // app. F.2): α = 0.1, λ = 1, CG on the whitened row system with tolerance ε = 1e-5 on the
 // whitened row residual (StopWhitenedRowResidual) and at most N_CG = 5 iterations, no warm start.
-// (The paper's SGN warm-starts its CG: SGN() sets WarmStart.) The row operator is ClosedFormGram,
-// the closed form of appendix F.2 on the affine head; it changes how K is applied, not the step.
+// The paper keeps λ constant (DampingPolicy(ConstantDamping{})), and its SGN warm-starts CG
+// (WarmStart). The row operator is ClosedFormGram, the closed form of appendix F.2 on the affine
+// head; it changes how K is applied, not the step.
 func PaperSettings() Settings {
 	return Settings{LearningRate: 0.1, Damping: 1,
 		CG: CGSettings{MaxIterations: 5, Tolerance: 1e-5, StoppingRule: StopWhitenedRowResidual}}

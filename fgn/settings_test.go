@@ -3,7 +3,8 @@ package fgn
 import "testing"
 
 // TestSettingsDefaults checks PaperSettings against the constants of the paper's Algorithm 1 and
-// app. F.2, and that DefaultSettings differs from it in the stopping rule alone.
+// app. F.2, and that DefaultSettings differs from it in the step size (the library's α = 1) and
+// the stopping rule alone.
 func TestSettingsDefaults(t *testing.T) {
 	paper := PaperSettings()
 	want := Settings{LearningRate: 0.1, Damping: 1,
@@ -12,7 +13,7 @@ func TestSettingsDefaults(t *testing.T) {
 		t.Errorf("PaperSettings() = %+v, want %+v", paper, want)
 	}
 	lib := DefaultSettings()
-	want.CG.StoppingRule = StopParameterResidual
+	want.LearningRate, want.CG.StoppingRule = 1, StopParameterResidual
 	if lib != want {
 		t.Errorf("DefaultSettings() = %+v, want %+v", lib, want)
 	}

@@ -98,7 +98,7 @@ func TestCheckpointRestore(t *testing.T) {
 		// state lists variables that must be among those compared, besides the global step.
 		state []string
 	}{
-		{"SGN mlp (warm start)", func() Optimizer { return SGN().LearningRate(0.5).Done() }, true,
+		{"SGN mlp (warm start)", func() Optimizer { return SGN().WarmStart(true).LearningRate(0.5).Done() }, true,
 			[]string{"/classifier/W1", "/SGNOptimizer/classifier/W1_warm_start", "/SGNOptimizer/classifier/b2_warm_start"}},
 		{"FGN affine closed form (warm start)", func() Optimizer { return FGN().WarmStart(true).Done() }, false,
 			[]string{"/classifier/W", "/FGNOptimizer/row_solution"}},
@@ -107,7 +107,7 @@ func TestCheckpointRestore(t *testing.T) {
 			return FGN().LearningRate(1.5).Damping(lmStart).DampingPolicy(LevenbergMarquardt()).Done()
 		}, false, []string{"/classifier/W", "/FGNOptimizer/damping"}},
 		{"SGN mlp LM (warm start)", func() Optimizer {
-			return SGN().LearningRate(1.5).Damping(lmStart).DampingPolicy(LevenbergMarquardt()).Done()
+			return SGN().WarmStart(true).LearningRate(1.5).Damping(lmStart).DampingPolicy(LevenbergMarquardt()).Done()
 		}, true, []string{"/classifier/W1", "/SGNOptimizer/damping", "/SGNOptimizer/classifier/W1_warm_start"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -230,7 +230,7 @@ func TestTrainerNonFiniteStep(t *testing.T) {
 		{"MLP", true, []batch{{"finite", p, 0}, {"NaN feature", &withNaN, 1}}},
 		{"affine", false, []batch{{"finite", p, 0}, {"NaN feature", &withNaN, 1}, {"1e160 features", &huge, 2}}},
 	} {
-		for _, opt := range []*GNConfig{FGN().WarmStart(true), SGN()} {
+		for _, opt := range []*GNConfig{FGN().WarmStart(true), SGN().WarmStart(true)} {
 			m := newOptModel(p, mdl.mlp, true)
 			gn := opt.Done()
 			trainer := train.NewTrainer(testBackend, m.store, m.logits, Loss, gn, nil, nil)

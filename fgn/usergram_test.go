@@ -71,7 +71,7 @@ func TestUserGramLinearization(t *testing.T) {
 		}},
 		{"UpdateGraphWithLinearization", func(t *testing.T, op RowOperator) []float64 {
 			store, w := linearHeadStore(p)
-			opt := FGN().WithSettings(cfg).RowOperator(op).Done()
+			opt := FGN().WithSettings(cfg).DampingPolicy(ConstantDamping{}).RowOperator(op).Done()
 			exec, err := model.NewExec(testBackend, store, func(scope *model.Scope, h, labels *Node) *Node {
 				scope.Store().SetTraining(h.Graph(), true) // a step graph: the variables are its inputs
 				return opt.UpdateGraphWithLinearization(scope, newLinearHead(h, w.NodeValue(h.Graph()), &grams), labels).Loss
@@ -91,7 +91,7 @@ func TestUserGramLinearization(t *testing.T) {
 				RecordLinearization(lin)
 				return lin.Logits()
 			}
-			trainer := train.NewTrainer(testBackend, store, logits, Loss, FGN().WithSettings(cfg).RowOperator(op).Done(), nil, nil)
+			trainer := train.NewTrainer(testBackend, store, logits, Loss, FGN().WithSettings(cfg).DampingPolicy(ConstantDamping{}).RowOperator(op).Done(), nil, nil)
 			if _, err := trainer.TrainStep(p.batch()); err != nil {
 				t.Fatalf("train step: %+v", err)
 			}

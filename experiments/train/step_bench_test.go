@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"runtime/metrics"
 	"testing"
-	"time"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -18,6 +16,7 @@ import (
 	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/fgn/backend"
+	"github.com/fgn-paper/fgn/internal/memprobe"
 )
 
 var benchBackend = backend.MustNew()
@@ -50,8 +49,8 @@ var benchSteps = []struct {
 //   - MiB-live-peak (and as a multiple of parameters + batch, live-peak/(params+batch)): the
 //     memory a step holds (parameters, batch, per-batch layouts, optimiser state, the step's
 //     temporaries), sampled while the collector runs back to back through liveSteps untimed
-//     steps (sampleLivePeak): the heap less the buffers the backend has freed to its pool, which
-//     the collector may release;
+//     steps (memprobe.LivePeak): the heap less the buffers the backend has freed to its pool,
+//     which the collector may release;
 //   - MiB-heap-peak: the largest heap sampled every 200 µs during the timed steps under the
 //     default collector, which lets garbage grow to about the live heap before collecting it
 //     (GOGC=100), so the live peak plus up to as much garbage;
@@ -106,9 +105,8 @@ func benchmarkStep(b *testing.B, m method.Method, lin method.Linearization, batc
 	profile := mechanism.PaperStepTime()
 	cfg := profile.StepConfig(m)
 	cfg.Linearization = lin
-	runtime.GC() // twice: the first collection moves the pools of earlier benchmarks to their victim caches,
-	runtime.GC() // the second frees them
-	baseline := heapBytes()
+	memprobe.Settle() // frees what earlier benchmarks pooled
+	baseline := memprobe.HeapBytes()
 	step, err := headStep(benchBackend, cfg, batch, dim, numClasses)
 	if err != nil {
 		b.Fatal(err)
@@ -119,9 +117,7 @@ func benchmarkStep(b *testing.B, m method.Method, lin method.Linearization, batc
 	}
 	runtime.GC() // the peak is the steps', not the garbage of building and compiling the graph
 
-	peak := make(chan uint64)
-	stop := make(chan struct{})
-	go samplePeakHeap(stop, peak)
+	sampler := memprobe.StartPeak()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	b.ResetTimer()
@@ -132,13 +128,12 @@ func benchmarkStep(b *testing.B, m method.Method, lin method.Linearization, batc
 	}
 	b.StopTimer()
 	runtime.ReadMemStats(&after)
-	close(stop)
-	heapPeak := float64(<-peak) - float64(baseline)
-	livePeak, err := sampleLivePeak(step)
+	heapPeak := float64(sampler.Stop()) - float64(baseline)
+	live, err := memprobe.LivePeak(liveSteps, func() error { _, err := step.Run(0); return err })
 	if err != nil {
 		b.Fatal(err)
 	}
-	livePeak -= float64(baseline)
+	livePeak := float64(live) - float64(baseline)
 	paramsAndBatch := float64(4 * (dim*numClasses + numClasses + batch*dim + batch))
 	// What train.EstimateMemory counts of what this benchmark holds: a run's state and step
 	// temporaries, and its batch with its layouts (EstimateMemory's data term less the loaded
@@ -153,43 +148,8 @@ func benchmarkStep(b *testing.B, m method.Method, lin method.Linearization, batc
 	b.ReportMetric(livePeak/estimate, "live-peak/estimate")
 }
 
-// liveSteps is the number of untimed steps sampleLivePeak runs.
+// liveSteps is the number of untimed steps over which memprobe.LivePeak samples the live peak.
 const liveSteps = 3
-
-// sampleLivePeak runs liveSteps steps while another goroutine collects garbage back to back, in
-// pairs, and returns the largest heap (live and uncollected objects) read right after a pair:
-// the buffers the steps hold. A buffer the backend has freed to its pool for reuse survives one
-// collection (in the pool's victim cache) and is released by the next, so the second collection
-// of a pair releases what was pooled before the first; the first two collections release what
-// earlier steps pooled.
-func sampleLivePeak(step *train.Step) (float64, error) {
-	runtime.GC()
-	runtime.GC()
-	stop := make(chan struct{})
-	peak := make(chan uint64)
-	go func() {
-		var largest uint64
-		for {
-			runtime.GC()
-			runtime.GC()
-			largest = max(largest, heapBytes())
-			select {
-			case <-stop:
-				peak <- largest
-				return
-			default:
-			}
-		}
-	}()
-	var err error
-	for range liveSteps {
-		if _, err = step.Run(0); err != nil {
-			break
-		}
-	}
-	close(stop)
-	return float64(<-peak), err
-}
 
 // headStep builds the step of cfg on be for a zero-initialised linear softmax head (W d×C,
 // bias C) and one batch of b float32 standard normal features with uniform labels (fixed seed).
@@ -212,27 +172,4 @@ func headStep(be compute.Backend, cfg train.StepConfig, batch, dim, numClasses i
 		scope.VariableWithValue("bias", tensors.FromShape(shapes.Make(dtypes.Float32, numClasses))),
 	}
 	return train.NewStep(be, store, vars, cfg, []*tensors.Tensor{h}, []*tensors.Tensor{labels})
-}
-
-// heapBytes returns the bytes of live and not-yet-collected heap objects.
-func heapBytes() uint64 {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(sample)
-	return sample[0].Value.Uint64()
-}
-
-// samplePeakHeap samples heapBytes every 200µs until stop is closed, then sends the largest.
-func samplePeakHeap(stop <-chan struct{}, peak chan<- uint64) {
-	var largest uint64
-	ticker := time.NewTicker(200 * time.Microsecond)
-	defer ticker.Stop()
-	for {
-		largest = max(largest, heapBytes())
-		select {
-		case <-stop:
-			peak <- largest
-			return
-		case <-ticker.C:
-		}
-	}
 }

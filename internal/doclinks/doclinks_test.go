@@ -15,7 +15,7 @@ const root = "../.."
 // TestRepositoryDocs checks every relative link and anchor of the documents an evaluator
 // reads, and the repository files and README sections artifact.yaml names.
 func TestRepositoryDocs(t *testing.T) {
-	for _, doc := range []string{"README.md", "ARTIFACT.md", "BENCHMARKS.md", "CHANGELOG.md", "figures/README.md", "notebooks/README.md", "data/fetch/README.md", "data/digits/README.md"} {
+	for _, doc := range []string{"README.md", "ARTIFACT.md", "BENCHMARKS.md", "CHANGELOG.md", "figures/README.md", "notebooks/README.md", "data/fetch/README.md", "data/digits/README.md", "experiments/zoo/README.md"} {
 		problems, err := CheckMarkdown(filepath.Join(root, doc))
 		if err != nil {
 			t.Fatal(err)

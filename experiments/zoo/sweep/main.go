@@ -4,7 +4,7 @@
 // writes every run and a Markdown summary of held-out accuracies: the sweep from which
 // FGN().Done() and SGN().Done() take their defaults (BENCHMARKS.md).
 //
-//	GOEXPERIMENT=simd go run ./experiments/zoo/sweep [-out results/zoo] [-models relu-mlp,cnn] [-seeds 1,2,3] [-policies constant,lm] [-epochs 10]
+//	GOEXPERIMENT=simd go run ./experiments/zoo/sweep [-out results/zoo] [-models relu-mlp,cnn] [-seeds 1,2,3] [-policies constant,lm] [-adam 0.001,0.01] [-grid=false] [-epochs 10]
 //
 // It writes runs.csv (one row per model, optimizer and seed, with provenance comments) and
 // summary.md (zoo.Summary of the runs, with the conditions) to the output directory.
@@ -41,6 +41,8 @@ func run() error {
 	out := flag.String("out", filepath.Join("results", "zoo"), "output directory")
 	models := flag.String("models", strings.Join(grid.Models, ","), "models to train, comma-separated")
 	seeds := flag.String("seeds", "1,2,3", "seeds (held-out split, initial weights, batch order), comma-separated")
+	adam := flag.String("adam", "0.001,0.003,0.01,0.03", "Adam's learning rates, comma-separated")
+	withGrid := flag.Bool("grid", true, "train the FGN and SGN grid (false: only FGN(), SGN() and Adam)")
 	policies := flag.String("policies", "constant,lm", "damping policies of the FGN and SGN grid, comma-separated")
 	flag.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "training epochs per run")
 	flag.IntVar(&cfg.Batch, "batch", cfg.Batch, "batch size")
@@ -63,6 +65,17 @@ func run() error {
 		chosen = append(chosen, grid.Policies[k])
 	}
 	grid.Policies = chosen
+	grid.AdamRates = nil
+	for _, s := range strings.Split(*adam, ",") {
+		lr, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(lr > 0) {
+			return fmt.Errorf("-adam: learning rate %q is not a number > 0", s)
+		}
+		grid.AdamRates = append(grid.AdamRates, lr)
+	}
+	if !*withGrid {
+		grid.LearningRates = nil
+	}
 	for _, name := range grid.Models {
 		if _, err := zoo.ModelByName(name); err != nil {
 			return err

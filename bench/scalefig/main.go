@@ -116,7 +116,7 @@ func panel(rows []row, title, xLabel string, legend bool, x func(row) (float64, 
 	})
 	p := plot.New(title, xLabel, "time per step (ms)")
 	plot.LogLog2(p)
-	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.Top, p.Legend.Left = false, false
 	var sgemmX, sgemmY []float64
 	for _, r := range on {
 		if xv, _ := x(r); len(sgemmX) == 0 || sgemmX[len(sgemmX)-1] != xv {

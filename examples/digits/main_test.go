@@ -3,6 +3,7 @@ package main
 import (
 	"testing"
 
+	"github.com/fgn-paper/fgn/examples/internal/compare"
 	"github.com/fgn-paper/fgn/fgn/backend"
 )
 
@@ -10,7 +11,7 @@ import (
 // each held-out accuracy against 95 %: chance is 10 %, and each method reaches about 98 % at the
 // default settings, so a broken optimizer, loss or data loader fails the test.
 func TestDigits(t *testing.T) {
-	results, err := run(backend.MustNew(), defaultConfig)
+	results, err := compare.Run(backend.MustNew(), defaultConfig, mlp(defaultHidden), methods)
 	if err != nil {
 		t.Fatal(err)
 	}

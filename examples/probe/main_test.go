@@ -3,6 +3,7 @@ package main
 import (
 	"testing"
 
+	"github.com/fgn-paper/fgn/examples/internal/compare"
 	"github.com/fgn-paper/fgn/fgn/backend"
 )
 
@@ -11,7 +12,7 @@ import (
 // at the default settings, so a broken optimizer, loss, recognition of the head or data loader
 // fails the test.
 func TestProbe(t *testing.T) {
-	results, err := run(backend.MustNew(), defaultConfig)
+	results, err := compare.Run(backend.MustNew(), defaultConfig, probe(defaultHidden), methods)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ const (
 	// compatFusedActivationVJPClone: GoMLX's Node.CloneWithInputs of a FusedActivationVJP node
 	// with the activation's input x reads its new inputs as (y, x, dOutput), but the node lists
 	// them (Node.Inputs) as (y, dOutput, x), so a clone given its node's own inputs swaps x and
-	// dOutput and computes another product. subgraph.clone (forward.go) reorders them. Checked:
+	// dOutput and computes another product. cloneNode (forward.go) reorders them. Checked:
 	// gomlx v0.28.16. Test: TestCompatFusedActivationVJPClone.
 	compatFusedActivationVJPClone = "FusedActivationVJP clones with x and dOutput swapped"
 

@@ -94,10 +94,7 @@ func (s *subgraph) clone(subst []*Node) []*Node {
 				in[k] = v
 			}
 		}
-		if n.Type() == NodeTypeFusedActivationVJP && len(in) == 3 {
-			in[1], in[2] = in[2], in[1] // see compat.go: compatFusedActivationVJPClone
-		}
-		value[n] = n.CloneWithInputs(in...)
+		value[n] = cloneNode(n, in)
 	}
 	outs := make([]*Node, len(s.outs))
 	for k, out := range s.outs {
@@ -106,6 +103,14 @@ func (s *subgraph) clone(subst []*Node) []*Node {
 		}
 	}
 	return outs
+}
+
+// cloneNode returns n's op applied to the inputs in, listed as n.Inputs lists them.
+func cloneNode(n *Node, in []*Node) *Node {
+	if n.Type() == NodeTypeFusedActivationVJP && len(in) == 3 {
+		in[1], in[2] = in[2], in[1] // see compat.go: compatFusedActivationVJPClone
+	}
+	return n.CloneWithInputs(in...)
 }
 
 // closureSafe reports whether the clone of the subgraph may be built inside a closure (a While

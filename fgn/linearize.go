@@ -183,8 +183,9 @@ func (l *autodiffLinearization) WhileSafe() bool {
 }
 
 // linearMap is a linear map of nodes built once, in the function being built, from placeholder
-// inputs, and applied to other inputs by cloning the nodes between the placeholders and its
-// outputs (subgraph.clone). An application differentiates nothing, so it costs no Gradient call,
+// inputs, with the operands of its matrix products laid out for its clones (relayout), and
+// applied to other inputs by cloning the nodes between the placeholders and its outputs
+// (subgraph.clone). An application differentiates nothing, so it costs no Gradient call,
 // and it may be built inside a While body. A map that cannot be built (an op without a rule or
 // without a VJP) keeps the error, which applying it raises.
 type linearMap struct {
@@ -194,7 +195,7 @@ type linearMap struct {
 
 func newLinearMap(in []*Node, build func() []*Node) *linearMap {
 	m := &linearMap{}
-	m.err = exceptions.TryCatch[error](func() { m.sg = walk(build(), in) })
+	m.err = exceptions.TryCatch[error](func() { m.sg = walk(relayout(build(), in), in) })
 	return m
 }
 

@@ -1,0 +1,242 @@
+package fgn
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph"
+)
+
+// relayout returns outs rebuilt with the operands of their matrix products laid out once for
+// every application of a linearMap, which clones the nodes between in and outs per product (a CG
+// iteration clones them twice): the nodes that do not depend on in are computed once per step,
+// whatever the number of clones, and what is transposed among them is transposed once. Two
+// rewrites, each exact algebra (the outputs keep their shapes and axis order; a sum over
+// contracted axes may run in another order, so values agree to rounding):
+//
+//  1. Transpose(DotGeneral(a, b)) whose permutation only swaps the block of a's cross (free)
+//     axes and the block of b's, batch axes kept first, is DotGeneral(b, a), which lists b's
+//     cross axes first. GoMLX's VJP of z = h·W with respect to W is Transpose(DotGeneral(m, h))
+//     (the C×d product transposed to d×C): the rewrite computes hᵀm, d×C, in place.
+//  2. A DotGeneral with one operand that depends on in (v) and one that does not (u) has u
+//     transposed, outside every clone, to [batch…, cross…, contracting…] (batch axes in the
+//     order the product pairs them, cross axes in their order, contracting axes in the order of
+//     their pairs), and its axis numbers changed to match; the pairs of contracting axes are
+//     reordered to follow v's axes when that lets v be used as it is.
+//
+// The pure-Go backend (compute v0.1.14, dot.LayoutForDotGeneral) multiplies without copying an
+// operand only when both have the batch axes first and in the same order, and the contracting
+// axes, as many on both sides and paired in order, last on the lhs ([batch…, cross…,
+// contracting…]) and either last or right after the batch axes on the rhs ([batch…, cross…,
+// contracting…] or [batch…, contracting…, cross…]); otherwise each execution transposes both
+// operands to [batch…, cross…, contracting…]. After rewrite 2, u is in that layout, so v alone
+// may be copied per product, and not at all when v's axes allow: the VJP of z = h·W becomes hᵀm
+// with hᵀ formed once per step, the product AffineHead forms by hand (eq. 4.8). The rewritten
+// graph computes the same values on any backend; one that lays out its operands itself (XLA)
+// merely gets them already laid out.
+func relayout(outs, in []*Node) []*Node {
+	s := walk(outs, in)
+	varying := make(map[*Node]bool, len(s.nodes)+len(in))
+	for _, n := range s.sources {
+		varying[n] = true
+	}
+	uses := make(map[*Node]int, len(s.nodes))
+	for _, n := range s.nodes {
+		varying[n] = true
+		for _, x := range n.Inputs() {
+			uses[x]++
+		}
+	}
+	for _, out := range outs {
+		uses[out]++
+	}
+	// Products whose only use is a Transpose that swaps their cross axes (rewrite 1): they are
+	// built swapped when their Transpose is reached.
+	swapped := make(map[*Node]bool)
+	for _, n := range s.nodes {
+		if x := n.Inputs(); n.Type() == NodeTypeTranspose && x[0].Type() == NodeTypeDotGeneral && uses[x[0]] == 1 &&
+			swapsCrossAxes(readDotAxes(x[0]), x[0], intsOf(opParam(n, "permutation"))) {
+			swapped[x[0]] = true
+		}
+	}
+	r := &relayouter{varying: varying, value: make(map[*Node]*Node), laidOut: make(map[string]*Node)}
+	for _, n := range s.nodes {
+		in := make([]*Node, len(n.Inputs()))
+		changed := false
+		for k, x := range n.Inputs() {
+			in[k] = r.get(x)
+			changed = changed || in[k] != x
+		}
+		switch {
+		case swapped[n]:
+		case n.Type() == NodeTypeTranspose && swapped[n.Inputs()[0]]:
+			dot := n.Inputs()[0]
+			a := readDotAxes(dot)
+			lhs, rhs := r.get(dot.Inputs()[0]), r.get(dot.Inputs()[1])
+			r.value[n] = r.dot(rhs, lhs, a.swap(), varying[dot.Inputs()[1]], varying[dot.Inputs()[0]])
+		case n.Type() == NodeTypeDotGeneral:
+			r.value[n] = r.dot(in[0], in[1], readDotAxes(n), varying[n.Inputs()[0]], varying[n.Inputs()[1]])
+		case changed:
+			r.value[n] = cloneNode(n, in)
+		}
+	}
+	rebuilt := make([]*Node, len(outs))
+	for k, out := range outs {
+		rebuilt[k] = r.get(out)
+	}
+	return rebuilt
+}
+
+// relayouter holds relayout's rewritten nodes.
+type relayouter struct {
+	varying map[*Node]bool   // the nodes that depend on the map's inputs
+	value   map[*Node]*Node  // rewritten node of each node that changed
+	laidOut map[string]*Node // transposed invariant operands, by node id and permutation
+}
+
+func (r *relayouter) get(x *Node) *Node {
+	if v, ok := r.value[x]; ok {
+		return v
+	}
+	return x
+}
+
+// dot builds the product of lhs and rhs with axes a, the invariant one of them (lhsVaries,
+// rhsVaries tell which depend on the map's inputs) transposed to [batch…, cross…, contracting…]
+// (rewrite 2 of relayout).
+func (r *relayouter) dot(lhs, rhs *Node, a dotAxes, lhsVaries, rhsVaries bool) *Node {
+	if lhsVaries != rhsVaries && len(a.lhsContracting) > 0 && !a.backendLayout(lhs.Rank(), rhs.Rank()) {
+		if lhsVaries {
+			a.orderPairs(a.lhsContracting, a.rhsContracting, a.lhsBatch, lhs.Rank(), false)
+			rhs, a.rhsContracting, a.rhsBatch = r.transposed(rhs, a.rhsContracting, a.rhsBatch)
+		} else {
+			a.orderPairs(a.rhsContracting, a.lhsContracting, a.rhsBatch, rhs.Rank(), true)
+			lhs, a.lhsContracting, a.lhsBatch = r.transposed(lhs, a.lhsContracting, a.lhsBatch)
+		}
+	}
+	return Dot(lhs, rhs).WithAccumulatorDType(a.config.AccumulatorDType).WithOutputDType(a.config.OutputDType).
+		General(a.lhsContracting, a.lhsBatch, a.rhsContracting, a.rhsBatch)
+}
+
+// transposed returns the invariant operand u transposed to [batch…, cross…, contracting…], and
+// its contracting and batch axes there. Each transposition is built once per linearMap.
+func (r *relayouter) transposed(u *Node, contracting, batch []int) (*Node, []int, []int) {
+	perm := slices.Concat(batch, crossAxes(u.Rank(), contracting, batch), contracting)
+	nb, nx := len(batch), u.Rank()-len(batch)-len(contracting)
+	newBatch, newContracting := axisRange(0, nb), axisRange(nb+nx, len(contracting))
+	if slices.Equal(perm, axisRange(0, u.Rank())) {
+		return u, newContracting, newBatch
+	}
+	key := fmt.Sprint(u.Id(), perm)
+	t, ok := r.laidOut[key]
+	if !ok {
+		t = TransposeAllAxes(u, slices.Clone(perm)...)
+		r.laidOut[key] = t
+	}
+	return t, newContracting, newBatch
+}
+
+// dotAxes are the axes and configuration of a DotGeneral node.
+type dotAxes struct {
+	lhsContracting, lhsBatch, rhsContracting, rhsBatch []int
+	config                                             compute.DotGeneralConfig
+}
+
+// readDotAxes reads the axes of DotGeneral node n (see opParam).
+func readDotAxes(n *Node) dotAxes {
+	ints := func(field string) []int { return toInts(intsOf(opParam(n, field))) }
+	config := opParam(n, "config")
+	return dotAxes{
+		lhsContracting: ints("lhsContractingAxes"), lhsBatch: ints("lhsBatchAxes"),
+		rhsContracting: ints("rhsContractingAxes"), rhsBatch: ints("rhsBatchAxes"),
+		config: compute.DotGeneralConfig{
+			AccumulatorDType: dtypes.DType(config.FieldByName("AccumulatorDType").Int()),
+			OutputDType:      dtypes.DType(config.FieldByName("OutputDType").Int()),
+		},
+	}
+}
+
+// swap returns the axes of the product with lhs and rhs exchanged.
+func (a dotAxes) swap() dotAxes {
+	return dotAxes{lhsContracting: a.rhsContracting, lhsBatch: a.rhsBatch,
+		rhsContracting: a.lhsContracting, rhsBatch: a.lhsBatch, config: a.config}
+}
+
+// backendLayout reports whether the pure-Go backend multiplies operands of these ranks with
+// axes a without copying either (see relayout).
+func (a dotAxes) backendLayout(lhsRank, rhsRank int) bool {
+	nb, nc := len(a.lhsBatch), len(a.lhsContracting)
+	if nc == 0 || !slices.Equal(a.lhsBatch, axisRange(0, nb)) || !slices.Equal(a.rhsBatch, axisRange(0, nb)) {
+		return false
+	}
+	return slices.Equal(a.lhsContracting, axisRange(lhsRank-nc, nc)) &&
+		(slices.Equal(a.rhsContracting, axisRange(nb, nc)) || slices.Equal(a.rhsContracting, axisRange(rhsRank-nc, nc)))
+}
+
+// orderPairs reorders the pairs of contracting axes (vAxes[i], uAxes[i]) of the varying operand
+// v (of rank vRank, batch axes vBatch) and the invariant one u to follow v's axes when v may
+// then be used as it is: its batch axes first and its contracting axes last or, when v is the
+// rhs, right after the batch axes.
+func (a *dotAxes) orderPairs(vAxes, uAxes, vBatch []int, vRank int, vIsRHS bool) {
+	nb, nc := len(vBatch), len(vAxes)
+	order := axisRange(0, nc)
+	slices.SortFunc(order, func(i, j int) int { return vAxes[i] - vAxes[j] })
+	sorted := make([]int, nc)
+	for k, i := range order {
+		sorted[k] = vAxes[i]
+	}
+	if !slices.Equal(vBatch, axisRange(0, nb)) ||
+		!(slices.Equal(sorted, axisRange(vRank-nc, nc)) || vIsRHS && slices.Equal(sorted, axisRange(nb, nc))) {
+		return
+	}
+	u := slices.Clone(uAxes)
+	for k, i := range order {
+		vAxes[k], uAxes[k] = sorted[k], u[i]
+	}
+}
+
+// swapsCrossAxes reports whether permutation perm of the output of DotGeneral node n (axes a),
+// [batch…, lhs cross…, rhs cross…], is [batch…, rhs cross…, lhs cross…] with both cross blocks
+// non-empty.
+func swapsCrossAxes(a dotAxes, n *Node, perm []int64) bool {
+	lhs, rhs := n.Inputs()[0], n.Inputs()[1]
+	nb := len(a.lhsBatch)
+	nl := lhs.Rank() - nb - len(a.lhsContracting)
+	nr := rhs.Rank() - nb - len(a.rhsContracting)
+	if nl == 0 || nr == 0 {
+		return false
+	}
+	want := slices.Concat(axisRange(0, nb), axisRange(nb+nl, nr), axisRange(nb, nl))
+	return slices.Equal(want, toInts(perm))
+}
+
+// crossAxes returns the axes of a rank-rank operand that are neither contracting nor batch, in
+// order.
+func crossAxes(rank int, contracting, batch []int) []int {
+	var out []int
+	for axis := range rank {
+		if !slices.Contains(contracting, axis) && !slices.Contains(batch, axis) {
+			out = append(out, axis)
+		}
+	}
+	return out
+}
+
+// axisRange returns start, start+1, …, start+n-1.
+func axisRange(start, n int) []int {
+	out := make([]int, n)
+	for k := range out {
+		out[k] = start + k
+	}
+	return out
+}
+
+func toInts(v []int64) []int {
+	out := make([]int, len(v))
+	for k, x := range v {
+		out[k] = int(x)
+	}
+	return out
+}

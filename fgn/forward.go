@@ -429,9 +429,9 @@ func diagonalTangent(n *Node, ts []*Node) *Node {
 // activation's VJP needs only y (the activations GoMLX fuses into FusedDense), else from the
 // pre-activation recomputed.
 func fusedDenseTangent(n *Node, ts []*Node) *Node {
-	options := opParam(n, "options")
-	act := compute.ActivationConfig{Type: compute.ActivationType(options.FieldByName("Activation").FieldByName("Type").Int())}
-	noAct := compute.DenseConfig{WeightLayout: compute.DenseLayout(options.FieldByName("WeightLayout").Int())}
+	options := denseConfig(n)
+	act := options.Activation
+	noAct := compute.DenseConfig{WeightLayout: options.WeightLayout}
 	in := n.Inputs()
 	var pre *Node
 	for k := range 2 {
@@ -457,6 +457,15 @@ func fusedDenseTangent(n *Node, ts []*Node) *Node {
 		x = BackendFusedDense(in[0], in[1], bias, noAct)
 	}
 	return BackendFusedActivationVJP(n, x, pre, act)
+}
+
+// denseConfig reads the configuration of a FusedDense or FusedDenseVJP node (see opParam).
+func denseConfig(n *Node) compute.DenseConfig {
+	options := opParam(n, "options")
+	return compute.DenseConfig{
+		Activation:   compute.ActivationConfig{Type: compute.ActivationType(options.FieldByName("Activation").FieldByName("Type").Int())},
+		WeightLayout: compute.DenseLayout(options.FieldByName("WeightLayout").Int()),
+	}
 }
 
 // addTerm returns sum + term, or term when sum is nil.

@@ -12,7 +12,7 @@ import (
 // relayout returns outs rebuilt with the operands of their matrix products laid out once for
 // every application of a linearMap, which clones the nodes between in and outs per product (a CG
 // iteration clones them twice): the nodes that do not depend on in are computed once per step,
-// whatever the number of clones, and what is transposed among them is transposed once. Two
+// whatever the number of clones, and what is transposed among them is transposed once. Three
 // rewrites, each exact algebra (the outputs keep their shapes and axis order; a sum over
 // contracted axes may run in another order, so values agree to rounding):
 //
@@ -25,15 +25,19 @@ import (
 //     order the product pairs them, cross axes in their order, contracting axes in the order of
 //     their pairs), and its axis numbers changed to match; the pairs of contracting axes are
 //     reordered to follow v's axes when that lets v be used as it is.
+//  3. FusedDenseVJP, GoMLX's VJP of FusedDense (what layers.Dense builds on the pure-Go
+//     backend), is one op of that backend that forms dx, dW and dbias on every execution,
+//     transposing x (or dZ) for dW each time: it is rebuilt from its parts (denseVJPPart), products laid
+//     out by rewrite 2, so that a clone computes only the parts it uses, and xᵀ once per step.
 //
 // The pure-Go backend (compute v0.1.14, dot.LayoutForDotGeneral) multiplies without copying an
 // operand only when both have the batch axes first and in the same order, and the contracting
-// axes, as many on both sides and paired in order, last on the lhs ([batch…, cross…,
-// contracting…]) and either last or right after the batch axes on the rhs ([batch…, cross…,
-// contracting…] or [batch…, contracting…, cross…]); otherwise each execution transposes both
-// operands to [batch…, cross…, contracting…]. After rewrite 2, u is in that layout, so v alone
+// axes, at least one and as many on both sides, paired in order, last on the lhs ([batch…,
+// cross…, contracting…]) and either last or right after the batch axes on the rhs ([batch…,
+// cross…, contracting…] or [batch…, contracting…, cross…]); otherwise each execution transposes
+// each operand not already in [batch…, cross…, contracting…] into it. After rewrite 2, u is in that layout, so v alone
 // may be copied per product, and not at all when v's axes allow: the VJP of z = h·W becomes hᵀm
-// with hᵀ formed once per step, the product AffineHead forms by hand (eq. 4.8). The rewritten
+// with hᵀ formed once per step, the product AffineHead forms by hand. The rewritten
 // graph computes the same values on any backend; one that lays out its operands itself (XLA)
 // merely gets them already laid out.
 func relayout(outs, in []*Node) []*Node {
@@ -61,7 +65,8 @@ func relayout(outs, in []*Node) []*Node {
 			swapped[x[0]] = true
 		}
 	}
-	r := &relayouter{varying: varying, value: make(map[*Node]*Node), laidOut: make(map[string]*Node)}
+	r := &relayouter{varying: varying, value: make(map[*Node]*Node), laidOut: make(map[string]*Node),
+		dz: make(map[*Node]*Node)}
 	for _, n := range s.nodes {
 		in := make([]*Node, len(n.Inputs()))
 		changed := false
@@ -78,6 +83,10 @@ func relayout(outs, in []*Node) []*Node {
 			r.value[n] = r.dot(rhs, lhs, a.swap(), varying[dot.Inputs()[1]], varying[dot.Inputs()[0]])
 		case n.Type() == NodeTypeDotGeneral:
 			r.value[n] = r.dot(in[0], in[1], readDotAxes(n), varying[n.Inputs()[0]], varying[n.Inputs()[1]])
+		case n.Type() == NodeTypeFusedDenseVJP && denseVJPDecomposes(n):
+			r.dz[n] = nil // built part by part, as its SplitNodes ask
+		case n.Type() == NodeTypeSplitNode && r.decomposed(n.Inputs()[0]):
+			r.value[n] = r.denseVJPPart(n.Inputs()[0], int(opParam(n, "index").Int()))
 		case changed:
 			r.value[n] = cloneNode(n, in)
 		}
@@ -94,6 +103,58 @@ type relayouter struct {
 	varying map[*Node]bool   // the nodes that depend on the map's inputs
 	value   map[*Node]*Node  // rewritten node of each node that changed
 	laidOut map[string]*Node // transposed invariant operands, by node id and permutation
+	dz      map[*Node]*Node  // decomposed FusedDenseVJP nodes: their dZ once built
+}
+
+func (r *relayouter) decomposed(n *Node) bool {
+	_, ok := r.dz[n]
+	return ok
+}
+
+// denseVJPDecomposes reports whether relayout rebuilds FusedDenseVJP node n from its parts: x
+// and the weights of rank 2 or more (x's last axis the inputs, its other axes the batch), all
+// of one dtype, not half precision (whose products Dot accumulates in float32).
+func denseVJPDecomposes(n *Node) bool {
+	in := n.Inputs() // x, weight, y, dOutput[, bias]
+	x, w, dOut := in[0], in[1], in[3]
+	dtype := dOut.DType()
+	return x.Rank() >= 2 && w.Rank() >= 2 && !dtype.IsHalfPrecision() && x.DType() == dtype && w.DType() == dtype
+}
+
+// denseVJPPart returns part (0: dx, 1: dW, 2: dbias) of FusedDenseVJP node v, the VJP of
+// y = act(x·W + bias) (W [in, out…], or [out…, in] in the layout DenseLayoutOutputsInput) with
+// cotangent dOutput (rewrite 3 of relayout): dZ = act'ᵀ dOutput, from y; dx = dZ·Wᵀ,
+// dW = xᵀ·dZ (dZᵀ·x), dbias = Σ_batch dZ, each product laid out by rewrite 2.
+func (r *relayouter) denseVJPPart(v *Node, part int) *Node {
+	in := v.Inputs()
+	x, w, y, dOut := r.get(in[0]), r.get(in[1]), r.get(in[2]), r.get(in[3])
+	xVaries, wVaries, dzVaries := r.varying[in[0]], r.varying[in[1]], r.varying[in[2]] || r.varying[in[3]]
+	cfg := denseConfig(v)
+	dz := r.dz[v]
+	if dz == nil {
+		dz = dOut
+		if cfg.Activation.Type != compute.ActivationNone {
+			dz = BackendFusedActivationVJP(y, nil, dOut, cfg.Activation)
+		}
+		r.dz[v] = dz
+	}
+	nb, no := x.Rank()-1, w.Rank()-1
+	batch, outs := axisRange(0, nb), axisRange(nb, no)
+	inputsOutputs := cfg.WeightLayout == compute.DenseLayoutInputOutputs
+	switch part {
+	case 0:
+		wOuts := axisRange(0, no)
+		if inputsOutputs {
+			wOuts = axisRange(1, no)
+		}
+		return r.dot(dz, w, dotAxes{lhsContracting: outs, rhsContracting: wOuts}, dzVaries, wVaries)
+	case 1:
+		if inputsOutputs {
+			return r.dot(x, dz, dotAxes{lhsContracting: batch, rhsContracting: batch}, xVaries, dzVaries)
+		}
+		return r.dot(dz, x, dotAxes{lhsContracting: batch, rhsContracting: batch}, dzVaries, xVaries)
+	}
+	return ReduceSum(dz, batch...)
 }
 
 func (r *relayouter) get(x *Node) *Node {
@@ -109,10 +170,10 @@ func (r *relayouter) get(x *Node) *Node {
 func (r *relayouter) dot(lhs, rhs *Node, a dotAxes, lhsVaries, rhsVaries bool) *Node {
 	if lhsVaries != rhsVaries && len(a.lhsContracting) > 0 && !a.backendLayout(lhs.Rank(), rhs.Rank()) {
 		if lhsVaries {
-			a.orderPairs(a.lhsContracting, a.rhsContracting, a.lhsBatch, lhs.Rank(), false)
+			a.lhsContracting, a.rhsContracting = orderPairs(a.lhsContracting, a.rhsContracting, a.lhsBatch, lhs.Rank(), false)
 			rhs, a.rhsContracting, a.rhsBatch = r.transposed(rhs, a.rhsContracting, a.rhsBatch)
 		} else {
-			a.orderPairs(a.rhsContracting, a.lhsContracting, a.rhsBatch, rhs.Rank(), true)
+			a.rhsContracting, a.lhsContracting = orderPairs(a.rhsContracting, a.lhsContracting, a.rhsBatch, rhs.Rank(), true)
 			lhs, a.lhsContracting, a.lhsBatch = r.transposed(lhs, a.lhsContracting, a.lhsBatch)
 		}
 	}
@@ -175,26 +236,23 @@ func (a dotAxes) backendLayout(lhsRank, rhsRank int) bool {
 		(slices.Equal(a.rhsContracting, axisRange(nb, nc)) || slices.Equal(a.rhsContracting, axisRange(rhsRank-nc, nc)))
 }
 
-// orderPairs reorders the pairs of contracting axes (vAxes[i], uAxes[i]) of the varying operand
-// v (of rank vRank, batch axes vBatch) and the invariant one u to follow v's axes when v may
-// then be used as it is: its batch axes first and its contracting axes last or, when v is the
-// rhs, right after the batch axes.
-func (a *dotAxes) orderPairs(vAxes, uAxes, vBatch []int, vRank int, vIsRHS bool) {
+// orderPairs returns the pairs of contracting axes (vAxes[i], uAxes[i]) of the varying operand v
+// (of rank vRank, batch axes vBatch) and the invariant one u, reordered to follow v's axes when
+// v may then be used as it is: its batch axes first and its contracting axes last or, when v is
+// the rhs, right after the batch axes; otherwise in their order.
+func orderPairs(vAxes, uAxes, vBatch []int, vRank int, vIsRHS bool) (v, u []int) {
 	nb, nc := len(vBatch), len(vAxes)
 	order := axisRange(0, nc)
 	slices.SortFunc(order, func(i, j int) int { return vAxes[i] - vAxes[j] })
-	sorted := make([]int, nc)
+	v, u = make([]int, nc), make([]int, nc)
 	for k, i := range order {
-		sorted[k] = vAxes[i]
+		v[k], u[k] = vAxes[i], uAxes[i]
 	}
 	if !slices.Equal(vBatch, axisRange(0, nb)) ||
-		!(slices.Equal(sorted, axisRange(vRank-nc, nc)) || vIsRHS && slices.Equal(sorted, axisRange(nb, nc))) {
-		return
+		!(slices.Equal(v, axisRange(vRank-nc, nc)) || vIsRHS && slices.Equal(v, axisRange(nb, nc))) {
+		return vAxes, uAxes
 	}
-	u := slices.Clone(uAxes)
-	for k, i := range order {
-		vAxes[k], uAxes[k] = sorted[k], u[i]
-	}
+	return v, u
 }
 
 // swapsCrossAxes reports whether permutation perm of the output of DotGeneral node n (axes a),

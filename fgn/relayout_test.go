@@ -1,10 +1,12 @@
 package fgn
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -275,4 +277,77 @@ func refTranspose(x []float64, dims, perm []int) []float64 {
 		out[flatIndex(o, odims)] = x[flatIndex(xi, dims)]
 	})
 	return out
+}
+
+// TestRelayoutDenseVJP checks Linearize's VJP of a fused dense layer y = act(x·W + bias)
+// (BackendFusedDense, what layers.Dense builds on the pure-Go backend) against GoMLX's reverse
+// mode of the same logits, and that relayout rebuilt the FusedDenseVJP from products: its
+// clone holds no FusedDenseVJP and no Transpose, and as many of its products as the case says
+// are not in the backend's layout (dZᵀx, whose dZ the backend copies, for weights [out, in]).
+func TestRelayoutDenseVJP(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		x          []int // features
+		layout     compute.DenseLayout
+		act        compute.ActivationType
+		backbone   bool // x = tanh(features·V), V a parameter, so the VJP uses dx
+		wantCopied int  // products not in the backend's layout
+	}{
+		{"head [in, out]", []int{5, 4}, compute.DenseLayoutInputOutputs, compute.ActivationNone, false, 0},
+		{"head [out, in]", []int{5, 4}, compute.DenseLayoutOutputsInput, compute.ActivationNone, false, 1},
+		{"tanh on a backbone, [in, out]", []int{5, 4}, compute.DenseLayoutInputOutputs, compute.ActivationTanh, true, 0},
+		{"ReLU on a backbone, [out, in]", []int{5, 4}, compute.DenseLayoutOutputsInput, compute.ActivationRelu, true, 1},
+		{"sigmoid, two batch axes, [in, out]", []int{2, 3, 4}, compute.DenseLayoutInputOutputs, compute.ActivationSigmoid, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const in, classes = 4, 3
+			rng := rand.New(rand.NewPCG(8, 1))
+			wDims := []int{in, classes}
+			if tc.layout == compute.DenseLayoutOutputsInput {
+				wDims = []int{classes, in}
+			}
+			rows := size(tc.x) / in
+			inputs := []any{
+				tensors.FromFlatDataAndDimensions(randVec(rng, size(tc.x)), tc.x...),
+				tensors.FromFlatDataAndDimensions(randVec(rng, in*classes), wDims...),
+				tensors.FromFlatDataAndDimensions(randVec(rng, classes), classes),
+				tensors.FromFlatDataAndDimensions(randVec(rng, in*in), in, in),
+				tensors.FromFlatDataAndDimensions(randVec(rng, rows*classes), rows, classes),
+			}
+			var vjp *linearMap
+			out := run(t, func(n []*Node) []*Node {
+				x, params := n[0], Vec{n[1], n[2]}
+				if tc.backbone {
+					x = Tanh(Dot(x, n[3]).General([]int{x.Rank() - 1}, nil, []int{0}, nil))
+					params = append(params, n[3])
+				}
+				y := BackendFusedDense(x, n[1], n[2], compute.DenseConfig{
+					Activation: compute.ActivationConfig{Type: tc.act}, WeightLayout: tc.layout})
+				logits := Reshape(y, rows, classes)
+				l := Linearize(logits, params).(*autodiffLinearization)
+				got := l.VJP(n[4])
+				vjp = l.vjp
+				want := Gradient(ReduceAllSum(Mul(logits, StopGradient(n[4]))), params...)
+				return append(got, want...)
+			}, inputs...)
+			half := len(out) / 2
+			for k := range half {
+				check(t, fmt.Sprintf("VJP part %d vs reverse mode (relative)", k), ref.RelErr(out[k], out[half+k]), 1e-12)
+			}
+			for _, typ := range []NodeType{NodeTypeFusedDenseVJP, NodeTypeTranspose} {
+				if got := countType(vjp.sg.nodes, typ); got != 0 {
+					t.Errorf("the VJP clones %d %s nodes, want 0", got, typ)
+				}
+			}
+			var copied []*Node
+			for _, d := range nodesOfType(vjp.sg.nodes, NodeTypeDotGeneral) {
+				if x := d.Inputs(); !readDotAxes(d).backendLayout(x[0].Rank(), x[1].Rank()) {
+					copied = append(copied, d)
+				}
+			}
+			if len(copied) != tc.wantCopied {
+				t.Errorf("the VJP clones %d products not in the backend's layout, want %d: %v", len(copied), tc.wantCopied, copied)
+			}
+		})
+	}
 }

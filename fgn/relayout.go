@@ -81,7 +81,8 @@ func relayout(outs, in []*Node) []*Node {
 			a := readDotAxes(dot)
 			lhs, rhs := r.get(dot.Inputs()[0]), r.get(dot.Inputs()[1])
 			r.value[n] = r.dot(rhs, lhs, a.swap(), varying[dot.Inputs()[1]], varying[dot.Inputs()[0]])
-		case n.Type() == NodeTypeDotGeneral:
+		case n.Type() == NodeTypeDotGeneral &&
+			readDotAxes(n).layOut(in[0].Rank(), in[1].Rank(), varying[n.Inputs()[0]], varying[n.Inputs()[1]]):
 			r.value[n] = r.dot(in[0], in[1], readDotAxes(n), varying[n.Inputs()[0]], varying[n.Inputs()[1]])
 		case n.Type() == NodeTypeFusedDenseVJP && denseVJPDecomposes(n):
 			r.dz[n] = nil // built part by part, as its SplitNodes ask
@@ -166,9 +167,9 @@ func (r *relayouter) get(x *Node) *Node {
 
 // dot builds the product of lhs and rhs with axes a, the invariant one of them (lhsVaries,
 // rhsVaries tell which depend on the map's inputs) transposed to [batch…, cross…, contracting…]
-// (rewrite 2 of relayout).
+// when rewrite 2 of relayout applies.
 func (r *relayouter) dot(lhs, rhs *Node, a dotAxes, lhsVaries, rhsVaries bool) *Node {
-	if lhsVaries != rhsVaries && len(a.lhsContracting) > 0 && !a.backendLayout(lhs.Rank(), rhs.Rank()) {
+	if a.layOut(lhs.Rank(), rhs.Rank(), lhsVaries, rhsVaries) {
 		if lhsVaries {
 			a.lhsContracting, a.rhsContracting = orderPairs(a.lhsContracting, a.rhsContracting, a.lhsBatch, lhs.Rank(), false)
 			rhs, a.rhsContracting, a.rhsBatch = r.transposed(rhs, a.rhsContracting, a.rhsBatch)
@@ -223,6 +224,12 @@ func readDotAxes(n *Node) dotAxes {
 func (a dotAxes) swap() dotAxes {
 	return dotAxes{lhsContracting: a.rhsContracting, lhsBatch: a.rhsBatch,
 		rhsContracting: a.lhsContracting, rhsBatch: a.lhsBatch, config: a.config}
+}
+
+// layOut reports whether rewrite 2 of relayout applies to a product with axes a of operands of
+// these ranks: one of them varies, and they are contracted but not in the backend's layout.
+func (a dotAxes) layOut(lhsRank, rhsRank int, lhsVaries, rhsVaries bool) bool {
+	return lhsVaries != rhsVaries && len(a.lhsContracting) > 0 && !a.backendLayout(lhsRank, rhsRank)
 }
 
 // backendLayout reports whether the pure-Go backend multiplies operands of these ranks with

@@ -28,7 +28,8 @@ Figure 1(a)'s step):
                    direction, λ = 1, ≤ 5 iterations, relative tolerance 1e-5, step size 1
     FGN            row-space CG on the closed-form whitened row Gram (appendix F.2), the feature
                    Gram h hᵀ + 1 computed once per batch, one back-projection
-    FGNMatrixFree  row-space CG applying the row operator by one head VJP and JVP (eq. 4.8)
+    FGNMatrixFree  row-space CG applying the row operator by one head VJP and JVP (eq. 4.8), the
+                   back-projection accumulated from CG's VJPs
 Both FGN variants whiten rows with q ≥ ε² and solve saturated rows unwhitened, as fgn.FGNDirection,
 and stop CG on the whitened row residual ‖e‖ ≤ tol·‖r̃‖, the paper's rule, which Figure 1(a) and
 BenchmarkStep use (fgn.StopWhitenedRowResidual).
@@ -92,26 +93,33 @@ def affine_vjp(ht, m):
     return ht @ m, m.sum(0)
 
 
-def cg(op, rhs, x0):
+def cg(op, rhs, x0, factor=None):
     """Conjugate gradients on a list of tensors, as fgn/paper.CG: at most CG_MAX_ITER iterations, stop
-    when ‖r‖ ≤ CG_TOL‖rhs‖."""
+    when ‖r‖ ≤ CG_TOL‖rhs‖. With factor (the operator is (Lᵀ L + σI), op(v, Lv) its product given
+    Lv = factor(v)) it also returns L x, accumulated from the products L p it makes, as fgn's
+    solver does for FGN (matrix-free)'s back-projection."""
     dot = lambda a, b: sum(torch.dot(x.reshape(-1), y.reshape(-1)) for x, y in zip(a, b))
+    apply = (lambda v: (op(v), None)) if factor is None else (lambda v: (lambda lv: (op(v, lv), lv))(factor(v)))
+    lx = None
     if x0 is None:
         x = [torch.zeros_like(t) for t in rhs]
         r = [t.clone() for t in rhs]
     else:
         x = [t.clone() for t in x0]
-        r = [b - a for b, a in zip(rhs, op(x0))]
+        ax, lx = apply(x0)
+        r = [b - a for b, a in zip(rhs, ax)]
     threshold = CG_TOL**2 * float(dot(rhs, rhs))
     p = [t.clone() for t in r]
     rr = float(dot(r, r))
     for _ in range(CG_MAX_ITER):
         if rr <= threshold:
             break
-        ap = op(p)
+        ap, lp = apply(p)
         alpha = rr / float(dot(p, ap))
         for xi, pi in zip(x, p):
             xi.add_(pi, alpha=alpha)
+        if lp is not None:
+            lx = [t * alpha for t in lp] if lx is None else [li.add_(t, alpha=alpha) for li, t in zip(lx, lp)]
         for ri, api in zip(r, ap):
             ri.add_(api, alpha=-alpha)
         rr_new = float(dot(r, r))
@@ -119,7 +127,7 @@ def cg(op, rhs, x0):
         for pi, ri in zip(p, r):
             pi.mul_(beta).add_(ri)
         rr = rr_new
-    return x
+    return x if factor is None else (x, lx)
 
 
 def margin(z, y):
@@ -211,11 +219,15 @@ class Step:
             k = gram * sqrt_q[:, None] * sqrt_q[None, :]
             rhs = r_tilde - sqrt_q * (gram @ delta_r) if saturated else r_tilde
             op = lambda v: [torch.addmv(v[0], k, v[0], beta=b_lambda)]
+            u = cg(op, [rhs], None)[0]
+            d = vjp(delta_r + sqrt_q * u)  # −d: one back-projection
         else:
-            rhs = r_tilde - sqrt_q * jvp(vjp(delta_r)) if saturated else r_tilde
-            op = lambda v: [sqrt_q * jvp(vjp(sqrt_q * v[0])) + b_lambda * v[0]]
-        u = cg(op, [rhs], None)[0]
-        d = vjp(delta_r + sqrt_q * u)  # −d: one back-projection
+            t = vjp(delta_r) if saturated else None  # Jᵀ δ_R
+            rhs = r_tilde - sqrt_q * jvp(t) if saturated else r_tilde
+            factor = lambda v: vjp(sqrt_q * v[0])  # J̃ᵀ v
+            op = lambda v, lv: [sqrt_q * jvp(lv) + b_lambda * v[0]]
+            _, lu = cg(op, [rhs], None, factor)
+            d = lu if t is None else [a + b for a, b in zip(lu, t)]  # −d = Jᵀ δ_R + J̃ᵀ u, from CG's VJPs
         self.w.sub_(d[0], alpha=STEP_SIZE)
         self.bias.sub_(d[1], alpha=STEP_SIZE)
         return float(loss)
@@ -338,9 +350,9 @@ def ratio(a, b):
 def floor_products(method, size):
     """The b×d×C products a step cannot avoid, in units of one (the sgemm floor's multiple): Adam 2
     (logits, hᵀ(p−y)); FGN 2 + b/d (logits, one back-projection, the b×b×C margin Gram); FGN
-    matrix-free 12 (logits; 2 per CG iteration; one back-projection); SGN 14 (logits; 2 for the warm
-    start's residual; 2 per CG iteration; the gradient)."""
-    return {"Adam": 2, "FGN": 2 + size / DIM, "FGNMatrixFree": 2 + 2 * CG_MAX_ITER,
+    matrix-free 11 (logits; 2 per CG iteration, whose VJPs also form the back-projection); SGN 14
+    (logits; 2 for the warm start's residual; 2 per CG iteration; the gradient)."""
+    return {"Adam": 2, "FGN": 2 + size / DIM, "FGNMatrixFree": 1 + 2 * CG_MAX_ITER,
             "SGN": 4 + 2 * CG_MAX_ITER}[method]
 
 
@@ -362,7 +374,7 @@ def report(rows, sgemm, loads, machine, started):
         "cell ran back to back. The sgemm floor is the faster of torch and numpy for one b×d×C product",
         "(best of 10, before and after the steps) times the products a step cannot avoid: Adam 2",
         "(logits, hᵀ(p−y)); FGN 2.25 (logits, one back-projection, the b×b×C margin Gram); FGN",
-        f"matrix-free 12 (logits; 2 per CG iteration × {CG_MAX_ITER}; one back-projection; the saturated-row",
+        f"matrix-free 11 (logits; 2 per CG iteration × {CG_MAX_ITER}, whose VJPs also form the back-projection; the saturated-row",
         "coupling is skipped, as in Go, when no row is saturated, as here); SGN 14 (logits; 2 for the",
         f"warm start's residual; 2 per CG iteration × {CG_MAX_ITER}; the gradient).",
         "",
@@ -427,7 +439,7 @@ def scale_report(rows, sgemm, loads, machine, started, steps):
         f"b=512 and b ∈ {{128, 512, 2048}} at C=4096; d={DIM}, float32, {THREADS} threads, the same methods,",
         f"hyper-parameters and PyTorch peer. Timed steps per cell: {steps}. The sgemm floor is the faster of torch and numpy",
         "for one b×d×C product (best of 10, before and after the steps) times the products a step cannot",
-        "avoid: Adam 2, FGN 2 + b/d (the b×b×C margin Gram is b/d of a product), FGN (matrix-free) 12,",
+        "avoid: Adam 2, FGN 2 + b/d (the b×b×C margin Gram is b/d of a product), FGN (matrix-free) 11,",
         "SGN 14. Memory columns as in the peer table; parameters + batch is 4·(d·C + C + b·d + b) bytes;",
         "the estimate is what `train.EstimateMemory` (which `fgn train` and `train.Run` check against the",
         "machine's available memory) counts of what the benchmark holds.",

@@ -12,31 +12,55 @@ import (
 // steps applied to reach it (int32 scalar) and the final relative residual that the stopping
 // test compared with the tolerance (scalar), 0 when the reference norm is 0 and NaN when the
 // right-hand side or the final residual is not finite or CG stopped because a step overflowed the
-// dtype.
+// dtype. For a factored system, LX is L x, formed from the products CG made.
 type cgResult struct {
 	X          Vec
 	Iterations *Node
 	Residual   *Node
+	LX         Vec
 }
 
 // cgSystem is the damped system (C + σI) x = rhs that solveCG solves, with C symmetric positive
-// semi-definite (positive definite when shift is nil).
+// semi-definite (positive definite when shift is nil). C is given either as the product
+// curvature (v ↦ C v), or factored as C = Lᵀ L by factor (v ↦ L v) and cofactor (y ↦ Lᵀ y).
 type cgSystem struct {
-	curvature func(Vec) Vec // v ↦ C v
-	shift     *Node         // σ (scalar); nil for σ = 0
-	rhs, x0   Vec
+	curvature        func(Vec) Vec // v ↦ C v; nil for a factored system
+	factor, cofactor func(Vec) Vec // v ↦ L v and y ↦ Lᵀ y for C = Lᵀ L; nil otherwise
+	factorRHS        Vec           // L rhs, required with factor
+	shift            *Node         // σ (scalar); nil for σ = 0
+	rhs, x0          Vec
 	// With curvatureNorm the stopping test is on the C-seminorm of the residual e,
 	// ‖e‖_C² = eᵀC e ≤ Tolerance²·refNorm2, instead of on its Euclidean norm relative to ‖rhs‖.
 	curvatureNorm bool
 	refNorm2      *Node
 }
 
-func (sys cgSystem) apply(v Vec) (cv, av Vec) {
-	cv = sys.curvature(v)
-	if sys.shift == nil {
-		return cv, cv
+// first returns the first factor of the product C v: L v for a factored system, C v otherwise.
+func (sys cgSystem) first(v Vec) Vec {
+	if sys.factor != nil {
+		return sys.factor(v)
 	}
-	return cv, vecAxpy(cv, sys.shift, v)
+	return sys.curvature(v)
+}
+
+// damped returns (C + σI) v from first(v).
+func (sys cgSystem) damped(v, firstV Vec) Vec {
+	cv := firstV
+	if sys.factor != nil {
+		cv = sys.cofactor(firstV)
+	}
+	if sys.shift == nil {
+		return cv
+	}
+	return vecAxpy(cv, sys.shift, v)
+}
+
+// seminorm returns ‖e‖_C² from e and first(e): ‖L e‖² for a factored system, eᵀ(C e) otherwise.
+func (sys cgSystem) seminorm(e, firstE Vec) *Node {
+	if sys.factor != nil {
+		return vecDot(firstE, firstE)
+	}
+	return vecDot(e, firstE)
 }
 
 // solveCG runs CG on sys. With inLoop the iterations run in a GoMLX While loop that exits as soon
@@ -45,17 +69,22 @@ func (sys cgSystem) apply(v Vec) (cv, av Vec) {
 // iteration past convergence is masked to a no-op, so the operator may be any graph function,
 // autodiff products included.
 //
-// The Euclidean test ‖e_k‖ uses the recurrence's ‖r_k‖², known before iteration k applies the
-// operator, so iteration k runs only if r_k fails the test (MaxIterations operator products at
-// most).
-// The C-seminorm test needs C r_k, which CG does not form; since r_k = p_k − β_{k−1} p_{k−1},
+// The Euclidean test of r_k uses the recurrence's ‖r_k‖², known when r_k is formed, so CG makes
+// one operator product per iteration: MaxIterations at most.
 //
-//	C r_k = C p_k − β_{k−1} C p_{k−1},
+// The C-seminorm test of r_{k+1} needs C r_{k+1} (or L r_{k+1} for C = Lᵀ L), which CG does not
+// form; since r_{k+1} = p_{k+1} − β_k p_k and the operator is linear,
 //
-// so iteration k applies the operator to p_k first, tests r_k with that product and the one kept
-// from iteration k−1, and updates the iterate only if the test fails. The last pass only tests:
-// MaxIterations + 1 operator products at most, and the residual reported is always that of the
-// returned iterate.
+//	C r_{k+1} = C p_{k+1} − β_k C p_k,      L r_{k+1} = L p_{k+1} − β_k L p_k,
+//
+// so iteration k forms C p_{k+1} (or L p_{k+1}) as soon as p_{k+1} is known, tests r_{k+1} with it
+// and with the product kept from p_k, and iteration k+1 reuses it. A factored system thus costs
+// MaxIterations products C = Lᵀ L and one more L product at most, the first of them L rhs
+// (factorRHS) when CG starts from zero; an unfactored one MaxIterations + 1 products C. The
+// residual reported is always that of the returned iterate.
+//
+// For a factored system CG also accumulates L x_{k+1} = L x_k + α_k L p_k from the products it
+// makes (cgResult.LX), so a caller that needs L x (FGN's back-projection) makes no product more.
 func solveCG(sys cgSystem, s CGSettings, inLoop bool) cgResult {
 	if err := s.Validate(); err != nil {
 		exceptions.Panicf("%v", err)
@@ -64,13 +93,19 @@ func solveCG(sys cgSystem, s CGSettings, inLoop bool) cgResult {
 	g := rhs[0].Graph()
 	dtype := rhs[0].DType()
 	x := sys.x0
-	var r Vec
+	var r, lx Vec
 	if x == nil {
 		x = vecZerosLike(rhs)
 		r = rhs
+		if sys.factor != nil {
+			lx = vecZerosLike(sys.factorRHS)
+		}
 	} else {
-		_, ax := sys.apply(x)
-		r = vecAxpy(rhs, Scalar(g, dtype, -1), ax)
+		fx := sys.first(x)
+		r = vecAxpy(rhs, Scalar(g, dtype, -1), sys.damped(x, fx))
+		if sys.factor != nil {
+			lx = fx
+		}
 	}
 	ref := sys.refNorm2
 	if !sys.curvatureNorm {
@@ -78,57 +113,51 @@ func solveCG(sys cgSystem, s CGSettings, inLoop bool) cgResult {
 	}
 	threshold := Mul(Scalar(g, dtype, s.Tolerance*s.Tolerance), ref)
 	rr := vecDot(r, r)
-	zero := ScalarZero(g, dtype)
-	state := cgState{k: Const(g, int32(0)), x: x, r: r, p: r, rr: rr, beta: zero, res2: rr, stop: Const(g, false)}
+	state := cgState{k: Const(g, int32(0)), x: x, r: r, p: r, rr: rr, res2: rr, lx: lx}
 	if sys.curvatureNorm {
-		state.cp = vecZerosLike(rhs)
+		if sys.x0 == nil && sys.factor != nil {
+			state.fp = sys.factorRHS
+		} else {
+			state.fp = sys.first(r)
+		}
+		state.res2 = sys.seminorm(r, state.fp)
 	}
 	maxIter := Const(g, int32(s.MaxIterations))
+	state.stop = LogicalNot(LogicalAnd(GreaterThan(state.res2, threshold), LessThan(state.k, maxIter)))
 
 	body := func(st cgState) cgState { return cgIteration(sys, st, maxIter, threshold) }
 	if inLoop {
-		cond := func(st cgState) *Node { return LogicalNot(st.stop) }
-		if !sys.curvatureNorm {
-			cond = func(st cgState) *Node {
-				return LogicalAnd(LogicalNot(st.stop), euclideanActive(st, maxIter, threshold))
-			}
-		}
-		state = whileLoop(state, cond, body)
+		state = whileLoop(state, func(st cgState) *Node { return LogicalNot(st.stop) }, body)
 	} else {
-		passes := s.MaxIterations
-		if sys.curvatureNorm {
-			passes++
-		}
-		for range passes {
+		for range s.MaxIterations {
 			state = body(state)
 		}
-	}
-	res2 := state.res2
-	if !sys.curvatureNorm {
-		res2 = state.rr
 	}
 	// A non-finite right-hand side must give a non-finite residual: CG's comparisons are false on
 	// NaN, so its iterate may have stayed at x0, and Max may map NaN to a number (see compat.go:
 	// compatSIMDNaN).
+	zero := ScalarZero(g, dtype)
+	res2 := state.res2
 	residual := Where(GreaterThan(ref, zero), Sqrt(Div(Max(res2, zero), ref)), zero)
 	residual = Where(LogicalAnd(IsFinite(ref), IsFinite(res2)), residual, Scalar(g, dtype, math.NaN()))
-	return cgResult{X: state.x, Iterations: state.k, Residual: residual}
+	return cgResult{X: state.x, Iterations: state.k, Residual: residual, LX: state.lx}
 }
 
-// cgState is the loop state of CG: iteration count k, iterate x, residual r, direction p,
-// ‖r‖², and for the C-seminorm test C p_{k−1} (cp, nil for the Euclidean test), β_{k−1} and the
-// last tested ‖r‖_C²; stop is true once the iterate is final.
+// cgState is the loop state of CG: iteration count k, iterate x, residual r, direction p, ‖r‖²,
+// the tested squared residual norm res2 (‖r‖² or ‖r‖_C²), and stop, true once the iterate is
+// final. For the C-seminorm test fp is first(p) (C p, or L p for a factored system), formed by the
+// iteration that formed p; for a factored system lx is L x. Both are nil otherwise.
 type cgState struct {
-	k, rr, beta, res2, stop *Node
-	x, r, p, cp             Vec
+	k, rr, res2, stop *Node
+	x, r, p, fp, lx   Vec
 }
 
 // flatten lists the state for a While loop, the iterate x last: a graph whose only outputs are
 // early outputs of the loop fails (a caller that keeps only the iterate, Direction.Solution); with
 // x the loop's last output it runs (see compat.go: compatWhileEarlyOutputs).
 func (st cgState) flatten() []*Node {
-	out := []*Node{st.k, st.rr, st.beta, st.res2, st.stop}
-	for _, v := range []Vec{st.r, st.p, st.cp, st.x} {
+	out := []*Node{st.k, st.rr, st.res2, st.stop}
+	for _, v := range []Vec{st.r, st.p, st.fp, st.lx, st.x} {
 		out = append(out, v...)
 	}
 	return out
@@ -136,29 +165,28 @@ func (st cgState) flatten() []*Node {
 
 // unflatten rebuilds a state shaped like st from nodes in flatten's order.
 func (st cgState) unflatten(nodes []*Node) cgState {
-	n := len(st.x)
-	v := nodes[5:]
-	out := cgState{k: nodes[0], rr: nodes[1], beta: nodes[2], res2: nodes[3], stop: nodes[4],
-		r: v[:n], p: v[n : 2*n], x: v[len(v)-n:]}
-	if st.cp != nil {
-		out.cp = v[2*n : 3*n]
+	out := cgState{k: nodes[0], rr: nodes[1], res2: nodes[2], stop: nodes[3]}
+	v := nodes[4:]
+	take := func(n int) Vec {
+		if n == 0 {
+			return nil
+		}
+		taken := v[:n]
+		v = v[n:]
+		return taken
 	}
+	out.r, out.p, out.fp, out.lx, out.x = take(len(st.r)), take(len(st.p)), take(len(st.fp)), take(len(st.lx)), take(len(st.x))
 	return out
 }
 
-// euclideanActive reports whether r_k fails the Euclidean test and the cap is not reached.
-func euclideanActive(st cgState, maxIter, threshold *Node) *Node {
-	return LogicalAnd(LessThan(st.k, maxIter), GreaterThan(st.rr, threshold))
-}
-
-// cgIteration is one pass of solveCG: test r_k, then take the CG step
+// cgIteration is one pass of solveCG: unless the state has stopped, take the CG step
 //
 //	α_k = r_kᵀr_k / p_kᵀA p_k,   x_{k+1} = x_k + α_k p_k,   r_{k+1} = r_k − α_k A p_k,
 //	β_k = r_{k+1}ᵀr_{k+1} / r_kᵀr_k,   p_{k+1} = r_{k+1} + β_k p_k,
 //
-// unless r_k passed or the iteration cap is reached. The step is taken only if p_kᵀA p_k is
-// finite and > 0 and β_k is finite (which requires r_kᵀr_k > 0 and a finite α_k and r_{k+1});
-// otherwise CG stops with x_k:
+// then test r_{k+1}: CG stops once it passes or the iteration cap is reached. The step is taken
+// only if p_kᵀA p_k is finite and > 0 and β_k is finite (which requires r_kᵀr_k > 0 and a finite
+// α_k and r_{k+1}); otherwise CG stops with x_k:
 //   - at exact convergence or breakdown, p_kᵀA p_k ≤ 0 or r_kᵀr_k = 0. In exact arithmetic on a
 //     positive definite A this happens only at the solution, r_k = 0; in floating point
 //     r_kᵀr_k can underflow to 0 while the C-seminorm test still fails, and p_kᵀA p_k can
@@ -167,20 +195,17 @@ func euclideanActive(st cgState, maxIter, threshold *Node) *Node {
 //     a quantity of the step left the dtype's range. The residual is then recorded as +∞, so
 //     that solveCG reports NaN.
 //
-// A pass on a stopped state changes nothing. The test costs scalar operations only: β_k is
-// formed from r_{k+1} before x moves, and x_{k+1} = x_k + 0·p_k = x_k on a pass without a step.
+// A pass on a stopped state changes nothing: x_{k+1} = x_k + 0·p_k = x_k on a pass without a
+// step.
 func cgIteration(sys cgSystem, st cgState, maxIter, threshold *Node) cgState {
 	zero := ZerosLike(st.rr)
 	inf := Scalar(st.rr.Graph(), st.rr.DType(), math.Inf(1))
-	cp, ap := sys.apply(st.p)
-	active := LogicalAnd(LogicalNot(st.stop), euclideanActive(st, maxIter, threshold))
-	res2 := st.rr
-	if sys.curvatureNorm {
-		cr := vecAxpy(cp, Neg(st.beta), st.cp)
-		res2 = Where(st.stop, st.res2, vecDot(st.r, cr))
-		active = LogicalAnd(LogicalNot(st.stop),
-			LogicalAnd(GreaterThan(res2, threshold), LessThan(st.k, maxIter)))
+	fp := st.fp
+	if fp == nil {
+		fp = sys.first(st.p)
 	}
+	ap := sys.damped(st.p, fp)
+	active := LogicalNot(st.stop)
 
 	pap := vecDot(st.p, ap)
 	alpha := Div(st.rr, pap)
@@ -191,19 +216,26 @@ func cgIteration(sys cgSystem, st cgState, maxIter, threshold *Node) cgState {
 	update := LogicalAnd(active, LogicalAnd(positive, IsFinite(beta)))
 	overflow := LogicalAnd(active, LogicalOr(LogicalNot(IsFinite(pap)),
 		LogicalAnd(LogicalAnd(positive, GreaterThan(st.rr, zero)), LogicalNot(IsFinite(beta)))))
+	step := Where(update, alpha, zero)
+	p := vecAxpy(r, beta, st.p)
 	next := cgState{
-		k:    Where(update, AddScalar(st.k, 1), st.k),
-		x:    vecAxpy(st.x, Where(update, alpha, zero), st.p),
-		r:    vecSelect(update, r, st.r),
-		p:    vecSelect(update, vecAxpy(r, beta, st.p), st.p),
-		rr:   Where(update, rr, Where(overflow, inf, st.rr)),
-		beta: Where(update, beta, st.beta),
-		res2: Where(overflow, inf, res2),
-		stop: LogicalNot(update),
+		k:  Where(update, AddScalar(st.k, 1), st.k),
+		x:  vecAxpy(st.x, step, st.p),
+		r:  vecSelect(update, r, st.r),
+		p:  vecSelect(update, p, st.p),
+		rr: Where(update, rr, Where(overflow, inf, st.rr)),
 	}
-	if st.cp != nil {
-		next.cp = vecSelect(update, cp, st.cp)
+	if st.lx != nil {
+		next.lx = vecAxpy(st.lx, step, fp)
 	}
+	res2 := rr
+	if st.fp != nil {
+		fpNext := sys.first(p)
+		res2 = sys.seminorm(r, vecAxpy(fpNext, Neg(beta), fp))
+		next.fp = vecSelect(update, fpNext, st.fp)
+	}
+	next.res2 = Where(update, res2, Where(overflow, inf, st.res2))
+	next.stop = LogicalNot(LogicalAnd(update, LogicalAnd(GreaterThan(res2, threshold), LessThan(next.k, maxIter))))
 	return next
 }
 

@@ -3,6 +3,8 @@ package fgn
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gomlx/compute/dtypes"
@@ -252,5 +254,95 @@ func TestCGBreakdown(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestCGFactored checks CG on a system given factored, C = Lᵀ L with L (5×4) by its products:
+// to convergence its iterate solves (C + σI) x = rhs (against gonum), from zero and from a warm
+// start, under both tests, unrolled and in a While loop; cgResult.LX is L x for the returned x;
+// the reported residual is √(eᵀC e/ref) of that x, computed on the host; and after a cap of two
+// iterations it returns the iterate of the same CG given C unfactored.
+func TestCGFactored(t *testing.T) {
+	const n, m, sigma = 4, 5, 0.3
+	rng := rand.New(rand.NewPCG(7, 8))
+	l, rhs, start := randVec(rng, m*n), randVec(rng, n), randVec(rng, n)
+	c := make([]float64, n*n) // Lᵀ L
+	for i := range n {
+		for j := range n {
+			for k := range m {
+				c[i*n+j] += l[k*n+i] * l[k*n+j]
+			}
+		}
+	}
+	want := denseSolve(t, c, n, sigma, rhs)
+	for _, tc := range []struct {
+		cap      int
+		seminorm bool
+		warm     bool
+		inLoop   bool
+	}{
+		{20, false, false, false}, {20, true, false, false}, {20, true, false, true}, {20, false, true, true},
+		{20, true, true, false}, {20, true, true, true}, {2, true, false, false}, {2, true, true, true}, {2, false, false, true},
+	} {
+		t.Run(fmt.Sprintf("cap=%d/seminorm=%v/warm=%v/while=%v", tc.cap, tc.seminorm, tc.warm, tc.inLoop), func(t *testing.T) {
+			out := run(t, func(in []*Node) []*Node {
+				g := in[0].Graph()
+				lm := Reshape(in[0], m, n)
+				factor := func(v Vec) Vec { return Vec{MatMul(lm, v[0])} }
+				solve := func(factored bool) cgResult {
+					sys := cgSystem{shift: Scalar(g, dtypes.Float64, sigma), rhs: Vec{in[1]}}
+					if factored {
+						sys.factor, sys.factorRHS = factor, factor(sys.rhs)
+						sys.cofactor = func(y Vec) Vec { return Vec{MatMul(Transpose(lm, 0, 1), y[0])} }
+					} else {
+						sys.curvature = func(v Vec) Vec { return Vec{MatMul(Transpose(lm, 0, 1), MatMul(lm, v[0]))} }
+					}
+					if tc.warm {
+						sys.x0 = Vec{in[2]}
+					}
+					if tc.seminorm {
+						sys.curvatureNorm = true
+						sys.refNorm2 = ReduceAllSum(Square(in[1]))
+					}
+					return solveCG(sys, CGSettings{MaxIterations: tc.cap, Tolerance: 1e-14}, tc.inLoop)
+				}
+				f, u := solve(true), solve(false)
+				return []*Node{f.X[0], f.LX[0], f.Residual, u.X[0]}
+			}, l, rhs, start)
+			x, lx, residual, unfactored := out[0], out[1], out[2][0], out[3]
+			wantLX := make([]float64, m)
+			for k := range m {
+				for i := range n {
+					wantLX[k] += l[k*n+i] * x[i]
+				}
+			}
+			check(t, "LX vs L x", ref.RelErr(lx, wantLX), 1e-12)
+			check(t, "factored vs unfactored iterate", ref.RelErr(x, unfactored), 1e-12)
+			if tc.cap == 20 {
+				check(t, "x vs dense (C + σI)⁻¹ rhs", ref.RelErr(x, want), 1e-10)
+				return
+			}
+			e := slices.Clone(rhs) // e = rhs − (C + σI) x
+			for i := range n {
+				e[i] -= sigma * x[i]
+				for j := range n {
+					e[i] -= c[i*n+j] * x[j]
+				}
+			}
+			var num, den float64
+			for i := range n {
+				den += rhs[i] * rhs[i]
+				for j := range n {
+					num += e[i] * c[i*n+j] * e[j]
+				}
+			}
+			if !tc.seminorm {
+				num = 0
+				for _, v := range e {
+					num += v * v
+				}
+			}
+			check(t, "reported residual vs host √(‖e‖²/ref)", math.Abs(residual-math.Sqrt(num/den)), 1e-12)
+		})
 	}
 }

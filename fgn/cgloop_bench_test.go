@@ -67,7 +67,7 @@ func benchmarkHostCG(b *testing.B, h, r *tensors.Tensor, gram func(*Node) *Node,
 	})
 	initExec := MustNewExec(testBackend, func(rhs *Node) []*Node {
 		g, rr := rhs.Graph(), vecDot(Vec{rhs}, Vec{rhs})
-		return cgState{k: Const(g, int32(0)), rr: rr, beta: ZerosLike(rr), res2: rr, stop: Const(g, false),
+		return cgState{k: Const(g, int32(0)), rr: rr, res2: rr, stop: Const(g, false),
 			x: Vec{ZerosLike(rhs)}, r: Vec{rhs}, p: Vec{rhs}}.flatten()
 	})
 	solve := func() {

@@ -45,14 +45,14 @@ const (
 
 	// compatWhileGradient: a Gradient built inside a While body fails on the pure-Go backend
 	// ("input 0 for node Mul not computed yet"): it compiles a closure's execution plan when the
-	// closure is built, before its graph optimiser (ImplicitBroadcastFusion) rewires the consumers
-	// of a same-rank or scalar BroadcastInDim to the broadcast's input, and Gradient builds such
-	// broadcasts of the closure's own nodes. CG runs in a While loop only on operators free of
-	// them (inWhileLoop, whileLoop in cg.go): AffineHead's products, the closed-form Gram, and
-	// Linearize's products when subgraph.closureSafe (forward.go) finds none in the nodes they
-	// clone; it is unrolled on any other. saturatedCoupling (rowspace.go) forms autodiff products
-	// outside its If. Checked: gomlx v0.28.16, compute v0.1.3 to v0.1.14. Test:
-	// TestCompatWhileGradient.
+	// closure is built, before its graph optimiser (ImplicitBroadcastFusion) rewires the
+	// element-wise consumers of a same-rank or scalar BroadcastInDim to the broadcast's input, and
+	// Gradient builds such broadcasts of the closure's own nodes. Linearize's products are cloned,
+	// not differentiated, in the loop, and subgraph.clone (forward.go) builds each such broadcast
+	// through a unit axis and a reshape (unfusedBroadcast), which the optimiser leaves alone;
+	// subgraph.closureSafe reports the one form it cannot rebuild, a same-rank broadcast that
+	// permutes axes, and CG is unrolled on those products (inWhileLoop, whileLoop in cg.go).
+	// Checked: gomlx v0.28.16, compute v0.1.3 to v0.1.14. Test: TestCompatWhileGradient.
 	compatWhileGradient = "Gradient inside a While body"
 
 	// compatWhileEarlyOutputs: the pure-Go backend fails ("index out of range") on a graph whose only
@@ -64,18 +64,26 @@ const (
 	// compatScalarCache: GoMLX caches scalar constants per graph rather than per function, so a
 	// scalar first created inside a closure and later requested by the main function is a node of the
 	// wrong scope ("uses a node from a different function scope"). whileLoop (cg.go) and
-	// saturatedCoupling (rowspace.go) build their closures' bodies once in the main function first
+	// ifSaturated (rowspace.go) build their closures' bodies once in the main function first
 	// (dead code the backends remove). Checked: gomlx v0.28.3 to v0.28.16. Test: TestCompatScalarCache.
 	compatScalarCache = "scalar constants cached per graph, not per function"
 
-	// compatIfCapturedBuffer: the pure-Go backend puts back into its pool a captured buffer that an
-	// If branch has updated in place and returned, so the next step overwrites the values the caller
-	// holds. The experiments' Adam skips a step by neutral scalars, not an If
-	// (experiments/train/adam.go); the library's one If (saturatedCoupling) captures only values read
-	// after it. Seen: compute v0.1.14, on the experiments' Adam step with an If around the update. No
-	// minimal reproduction outside that step is known: TestCompatIfCapturedBuffer is skipped and
-	// says so.
+	// compatIfCapturedBuffer: the pure-Go backend hands an If branch a captured value at its last use
+	// as its own (donated) buffer, which the branch may update in place and return; the main
+	// function then still treats that buffer as free, and a later operation overwrites the If's
+	// output (and the pool hands it out again). A value captured by both branches is never at its
+	// last use at the If: ifSaturated (rowspace.go) captures δ_R in both and its products capture
+	// only values the solve reads after the If. The experiments' Adam skips a step by neutral
+	// scalars, not an If (experiments/train/adam.go). Checked: compute v0.1.14. Test:
+	// TestCompatIfCapturedBuffer.
 	compatIfCapturedBuffer = "If releases a captured buffer its branch updated in place"
+
+	// compatIfRepeatedOutput: the pure-Go backend fails ("If: executing branch: output 1 not
+	// computed") when a branch of an If returns one node twice, which it does when two outputs are
+	// built alike (zeros of one shape: the backend merges identical nodes). ifSaturated's branches
+	// return every output as a node of its own (distinctNodes in rowspace.go). Checked: compute
+	// v0.1.14. Test: TestCompatIfRepeatedOutput.
+	compatIfRepeatedOutput = "If branch returning one node twice"
 
 	// compatParallelExecutorDeadlock: with several graph executors (compute v0.1.14's default of 8)
 	// a large matrix product in a While body waits forever for a worker: the idle executors hold the

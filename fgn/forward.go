@@ -94,6 +94,10 @@ func (s *subgraph) clone(subst []*Node) []*Node {
 				in[k] = v
 			}
 		}
+		if fusedBroadcast(n) && in[0] != n.Inputs()[0] {
+			value[n] = unfusedBroadcast(in[0], n.Shape())
+			continue
+		}
 		value[n] = cloneNode(n, in)
 	}
 	outs := make([]*Node, len(s.outs))
@@ -114,9 +118,11 @@ func cloneNode(n *Node, in []*Node) *Node {
 }
 
 // closureSafe reports whether the clone of the subgraph may be built inside a closure (a While
-// body) on every backend: it holds no BroadcastInDim of a node the clone computes to the same
-// rank or from a scalar, which the pure-Go backend's optimiser removes after the closure's
-// execution plan is compiled (see compat.go: compatWhileGradient).
+// body) on every backend: it holds no BroadcastInDim of a node the clone computes that the
+// pure-Go backend's optimiser removes after the closure's execution plan is compiled (see
+// compat.go: compatWhileGradient). clone builds the broadcasts it would remove, to the same rank
+// with unit dimensions expanded or from a scalar, in a form it keeps (unfusedBroadcast); a
+// same-rank broadcast that also permutes axes is the one it cannot.
 func (s *subgraph) closureSafe() bool {
 	cloned := make(map[*Node]bool, len(s.nodes)+len(s.sources))
 	for _, n := range s.sources {
@@ -126,11 +132,46 @@ func (s *subgraph) closureSafe() bool {
 		cloned[n] = true
 	}
 	for _, n := range s.nodes {
-		if x := n.Inputs(); n.Type() == NodeTypeBroadcastInDim && cloned[x[0]] && (x[0].Rank() == n.Rank() || x[0].Rank() == 0) {
+		if x := n.Inputs(); n.Type() == NodeTypeBroadcastInDim && cloned[x[0]] && x[0].Rank() == n.Rank() && !fusedBroadcast(n) {
 			return false
 		}
 	}
 	return true
+}
+
+// fusedBroadcast reports whether n is a BroadcastInDim that the pure-Go backend's optimiser
+// (ImplicitBroadcastFusion) folds into the element-wise operations that read it and that
+// unfusedBroadcast can build instead: from a scalar, or to the same rank with the axes in order.
+func fusedBroadcast(n *Node) bool {
+	if n.Type() != NodeTypeBroadcastInDim {
+		return false
+	}
+	x := n.Inputs()[0]
+	if x.IsScalar() {
+		return true
+	}
+	if x.Rank() != n.Rank() {
+		return false
+	}
+	for k, axis := range intsOf(opParam(n, "broadcastAxes")) {
+		if axis != int64(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// unfusedBroadcast returns x broadcast to shape (x a scalar or of shape's rank) through a
+// broadcast to shape with a unit axis appended, which a reshape then removes: the optimiser
+// folds only the broadcasts read by element-wise operations, so the closure's plan stays valid
+// (see compat.go: compatWhileGradient).
+func unfusedBroadcast(x *Node, shape shapes.Shape) *Node {
+	dims := shape.Dimensions
+	expanded := append(slices.Clone(dims), 1)
+	if !x.IsScalar() {
+		x = Reshape(x, append(slices.Clone(x.Shape().Dimensions), 1)...)
+	}
+	return Reshape(BroadcastToShape(x, shapes.Make(shape.DType, expanded...)), dims...)
 }
 
 // tangent returns the tangents of the outputs given the tangents v of the sources (shaped like

@@ -301,8 +301,9 @@ func TestLinearizeZoo(t *testing.T) {
 	}
 }
 
-// TestLinearizeZooStep checks, on every layer of the zoo, that an FGN step with CG run to
-// convergence (matrix-free, autodiff) moves the parameters by α·d, d = −(H_FGN + λI)⁻¹g solved
+// TestLinearizeZooStep checks, on every layer of the zoo, that the autodiff products may run in
+// CG's While loop (WhileSafe) and that an FGN step with CG run to convergence there (matrix-free,
+// autodiff) moves the parameters by α·d, d = −(H_FGN + λI)⁻¹g solved
 // densely from the logit Jacobian J_z built column by column by central differences, the
 // margin quantities of eqs. 2.1-2.7 computed on the host, g = (1/b) Σ_i p_†,i J_iᵀ and
 // H_FGN = (1/b) Σ_i q_i J_iᵀJ_i with J_i = ∇_z s_iᵀ J_z,i (eqs. 2.9, 3.8).
@@ -365,16 +366,22 @@ func TestLinearizeZooStep(t *testing.T) {
 			want := denseSolve(t, hess, d, lambda, neg)
 
 			opt := FGN().LearningRate(alpha).Damping(lambda).DampingPolicy(ConstantDamping{}).CGMaxIterations(3 * b).CGTolerance(1e-14).Done()
+			var inLoop bool
 			exec := model.MustNewExec(testBackend, m.store, func(scope *model.Scope, x, labels *Node) *Node {
 				scope.Store().SetTraining(x.Graph(), true)
 				params := make(Vec, len(m.vars))
 				for k, p := range m.vars {
 					params[k] = p.NodeValue(x.Graph())
 				}
-				return opt.UpdateGraphWithLinearization(scope, Linearize(tc.build(scope, x), params), labels).Loss
+				lin := Linearize(tc.build(scope, x), params)
+				inLoop = inWhileLoop(lin)
+				return opt.UpdateGraphWithLinearization(scope, lin, labels).Loss
 			})
 			if _, err := exec.Call(m.x, m.labels); err != nil {
 				t.Fatalf("step: %+v", err)
+			}
+			if !inLoop {
+				t.Errorf("the products are not WhileSafe: CG was unrolled instead of running in a While loop")
 			}
 			moved := sub(m.params(), w)
 			for k := range moved {

@@ -175,8 +175,8 @@ func (l *autodiffLinearization) LogitsAt(params Vec) *Node {
 	return l.walk.clone(params)[0]
 }
 
-// WhileSafe reports whether both products may be cloned inside a While body (see
-// subgraph.closureSafe).
+// WhileSafe reports whether both products may be cloned inside a While body: they can be built
+// and subgraph.closureSafe holds.
 func (l *autodiffLinearization) WhileSafe() bool {
 	l.products()
 	return l.jvp.err == nil && l.vjp.err == nil && l.jvp.sg.closureSafe() && l.vjp.sg.closureSafe()

@@ -1,6 +1,8 @@
 package fgn
 
 import (
+	"slices"
+
 	. "github.com/gomlx/gomlx/core/graph"
 )
 
@@ -52,10 +54,12 @@ func newWhitening(m *Margin, bLambda *Node, floor float64) whitening {
 //
 // Row operator. With cfg.RowOperator = ClosedFormGram and a linearisation that forms its margin
 // Gram in closed form (a GramLinearization, e.g. AffineHead: appendix F.2), G is formed once per
-// direction (b×b) and CG iterates on b×b products in an in-graph While loop. Otherwise (MatrixFree,
-// or a linearisation without a closed-form Gram, e.g. Linearize's autodiff) each CG iteration
-// applies G matrix-free by one VJP and one JVP of the margin map (eq. 4.8). Either way one VJP
-// back-projects.
+// direction (b×b), CG iterates on b×b products in an in-graph While loop, and one VJP
+// back-projects. Otherwise (MatrixFree, or a linearisation without a closed-form Gram, e.g.
+// Linearize's autodiff) each CG iteration applies G matrix-free by one VJP and one JVP of the
+// margin map (eq. 4.8), and the back-projection is accumulated from CG's VJPs: the step costs
+// the logits, N_CG·(JVP + VJP) and one VJP (appendix "Cost accounting"), plus two VJPs and one
+// JVP on a batch with saturated rows.
 //
 // Stopping rule. For any row iterate u with residual e = r̃ − (K + bλI)u, the back-projected
 // d = −J̃ᵀu satisfies, since H_FGN = J̃ᵀJ̃/b and g = J̃ᵀr̃/b (eq. 3.8),
@@ -63,9 +67,9 @@ func newWhitening(m *Margin, bLambda *Node, floor float64) whitening {
 //	(H_FGN + λI) d + g = (1/b) J̃ᵀ e,   so   ‖(H_FGN + λI) d + g‖/‖g‖ = √(eᵀK e / ‖Jᵀr‖²).
 //
 // With cfg.CG.StoppingRule = StopParameterResidual (DefaultSettings' rule) CG stops on this exact
-// parameter-space residual: it evaluates eᵀK e from the operator product each iteration already
-// makes, at the cost of one more operator product when it stops, and ‖Jᵀr‖² = rᵀG r with one
-// VJP (matrix-free) or one b×b product (closed-form Gram).
+// parameter-space residual: it evaluates eᵀK e = ‖J̃ᵀe‖² from the VJP of the next iteration's
+// product (matrix-free; one b×b product more in closed form), and ‖Jᵀr‖² from J̃ᵀr̃, the VJP
+// CG starts from (matrix-free), or as rᵀG r (closed-form Gram).
 // A cheaper proxy, the unwhitened row residual ‖Q^{1/2}e‖ ≤ Tolerance·‖r‖, bounds the parameter
 // residual only up to the condition number of J, which is unbounded on exactly the batches
 // where the whitened test fails; the exact test is kept. With StopWhitenedRowResidual CG stops
@@ -83,37 +87,106 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, lambda *Nod
 	cfg.mustValidateSolve()
 	m := NewMargin(lin.Logits(), labels)
 	j := marginJacobian{lin: lin, gradS: m.GradS}
-	var gram marginGram = matrixFreeGram{j}
-	inLoop := inWhileLoop(lin)
-	if closed, ok := lin.(GramLinearization); ok && cfg.RowOperator == ClosedFormGram {
-		// G is formed outside CG, whose loop body then holds b×b products only, whatever the
-		// linearisation's own products are built from.
-		gram, inLoop = closedFormGram{closed.MarginGram(m.GradS)}, true
-	}
 	g := m.S.Graph()
 	dtype := m.S.DType()
 	b := m.S.Shape().Dim(0)
 	bLambda := cfg.scaledLambda(lambda, g, dtype, float64(b))
 	w := newWhitening(m, bLambda, cfg.floor(dtype))
-
-	// Coupling of the saturated rows into the whitened ones: −Q_W^{1/2} J J_Rᵀ δ_R.
-	rhs := Sub(w.rTilde, Mul(w.sqrtQ, saturatedCoupling(gram, w.deltaR, inLoop)))
-	sys := cgSystem{
-		curvature: func(v Vec) Vec { return Vec{Mul(w.sqrtQ, gram.times(Mul(w.sqrtQ, v[0])))} },
-		shift:     bLambda,
-		rhs:       Vec{rhs},
-		x0:        rowStart(u0),
-	}
-	if cfg.CG.StoppingRule == StopParameterResidual {
-		sys.curvatureNorm = true
-		sys.refNorm2 = gram.normJT(m.PDagger)
+	rows := rowSystem{j: j, w: w, bLambda: bLambda, u0: u0, paramRule: cfg.CG.StoppingRule == StopParameterResidual}
+	var sys cgSystem
+	var backProject func(cgResult) Vec
+	inLoop := inWhileLoop(lin)
+	if closed, ok := lin.(GramLinearization); ok && cfg.RowOperator == ClosedFormGram {
+		// G is formed outside CG, whose loop body then holds b×b products only, whatever the
+		// linearisation's own products are built from.
+		sys, backProject = rows.closedForm(closed.MarginGram(m.GradS), m.PDagger)
+		inLoop = true
+	} else {
+		sys, backProject = rows.matrixFree(inLoop)
 	}
 	sol := solveCG(sys, cfg.CG, inLoop)
-	// d = −Jᵀ(δ_R + Q^{1/2}u): the sign goes into the b-vector, not over the d×C result.
-	d := j.vjp(Neg(Add(w.deltaR, Mul(w.sqrtQ, sol.X[0]))))
-	dir := newDirection(d, m, sol)
-	dir.rowRHS = rhs
+	dir := newDirection(backProject(sol), m, sol)
+	dir.rowRHS = sys.rhs[0]
 	return dir
+}
+
+// rowSystem builds the whitened row system of FGNDirection,
+//
+//	(K + bλ I) u = r̃ − Q^{1/2} G δ_R,      K = Q^{1/2} G Q^{1/2},
+//
+// with its stopping rule's reference ‖Jᵀr‖² = ‖Jᵀ p_†‖², and the back-projection
+// d = −Jᵀ(δ_R + Q^{1/2} u) of its solution, for either row operator.
+type rowSystem struct {
+	j         marginJacobian
+	w         whitening
+	bLambda   *Node
+	u0        *Node
+	paramRule bool // StopParameterResidual: the C-seminorm test, relative to ‖Jᵀ p_†‖
+}
+
+// closedForm is the system on the margin Gram G formed in closed form: K is applied by b×b
+// products, ‖Jᵀ p_†‖² = p_†ᵀ G p_†, and the back-projection is one VJP.
+func (rs rowSystem) closedForm(gram, pDagger *Node) (cgSystem, func(cgResult) Vec) {
+	sqrtQ := rs.w.sqrtQ
+	coupling := ifSaturated(rs.w.deltaR, true, func() []*Node { return []*Node{MatMul(gram, rs.w.deltaR)} })[0]
+	sys := cgSystem{
+		curvature: func(v Vec) Vec { return Vec{Mul(sqrtQ, MatMul(gram, Mul(sqrtQ, v[0])))} },
+		shift:     rs.bLambda,
+		rhs:       Vec{Sub(rs.w.rTilde, Mul(sqrtQ, coupling))},
+		x0:        rowStart(rs.u0),
+	}
+	if rs.paramRule {
+		sys.curvatureNorm = true
+		sys.refNorm2 = ReduceAllSum(Mul(pDagger, MatMul(gram, pDagger)))
+	}
+	backProject := func(sol cgResult) Vec {
+		// The sign goes into the b-vector, not over the parameter-space result.
+		return rs.j.vjp(Neg(Add(rs.w.deltaR, Mul(sqrtQ, sol.X[0]))))
+	}
+	return sys, backProject
+}
+
+// matrixFree is the system on G = J Jᵀ applied by one VJP and one JVP of the margin map
+// (eq. 4.8), given to CG factored as K = J̃ J̃ᵀ, J̃ᵀ u = Jᵀ(Q^{1/2} u). Every VJP that CG makes
+// is reused, so that on a batch without saturated rows the step costs one VJP more than CG's
+// products (J̃ᵀ rhs, the first of them when CG starts from zero), and no product for the
+// stopping rule's reference or the back-projection:
+//
+//   - the reference: Jᵀ p_† = J̃ᵀ r̃ + bλ t = J̃ᵀ rhs + Jᵀ(Q J t + bλ δ_R), t = Jᵀ δ_R, where
+//     J̃ᵀ rhs is CG's cgSystem.factorRHS and the second term is zero without saturated rows;
+//   - the back-projection: d = −(t + J̃ᵀ u), and CG accumulates J̃ᵀ u from its products
+//     (cgResult.LX).
+//
+// On a batch with saturated rows t, J t and Jᵀ(Q J t + bλ δ_R) cost two VJPs and one JVP more
+// (ifSaturated skips them on a batch without).
+func (rs rowSystem) matrixFree(inLoop bool) (cgSystem, func(cgResult) Vec) {
+	sqrtQ := rs.w.sqrtQ
+	factor := func(u Vec) Vec { return rs.j.vjp(Mul(sqrtQ, u[0])) }
+	sat := ifSaturated(rs.w.deltaR, inLoop, func() []*Node {
+		t := rs.j.vjp(rs.w.deltaR)
+		jt := rs.j.jvp(t)
+		c := rs.j.vjp(Add(Mul(Mul(sqrtQ, sqrtQ), jt), Mul(rs.bLambda, rs.w.deltaR)))
+		return append(append([]*Node{jt}, t...), c...)
+	})
+	n := (len(sat) - 1) / 2
+	coupling, t, c := sat[0], Vec(sat[1:1+n]), Vec(sat[1+n:])
+	rhs := Sub(rs.w.rTilde, Mul(sqrtQ, coupling))
+	sys := cgSystem{
+		factor:    factor,
+		cofactor:  func(y Vec) Vec { return Vec{Mul(sqrtQ, rs.j.jvp(y))} },
+		factorRHS: factor(Vec{rhs}),
+		shift:     rs.bLambda,
+		rhs:       Vec{rhs},
+		x0:        rowStart(rs.u0),
+	}
+	one := ScalarOne(rhs.Graph(), rhs.DType())
+	if rs.paramRule {
+		jtp := vecAxpy(sys.factorRHS, one, c) // Jᵀ p_†
+		sys.curvatureNorm = true
+		sys.refNorm2 = vecDot(jtp, jtp)
+	}
+	backProject := func(sol cgResult) Vec { return vecScale(Neg(one), vecAxpy(t, one, sol.LX)) }
+	return sys, backProject
 }
 
 // GramLinearization is a Linearization that can also form the margin Gram of its batch in closed
@@ -131,48 +204,61 @@ type GramLinearization interface {
 	MarginGram(gradS *Node) *Node
 }
 
-// marginGram is the margin Gram G = J Jᵀ (b×b) of a batch, applied in closed form or
-// matrix-free.
-type marginGram interface {
-	// times returns G v for v ∈ R^b.
-	times(v *Node) *Node
-	// normJT returns ‖Jᵀ a‖² = aᵀG a for a ∈ R^b.
-	normJT(a *Node) *Node
+// saturated reports whether some row of the batch is saturated: δ_R ≠ 0.
+func saturated(deltaR *Node) *Node {
+	return LogicalAny(NotEqual(deltaR, ZerosLike(deltaR)))
 }
 
-// closedFormGram holds G explicitly.
-type closedFormGram struct{ g *Node }
-
-func (c closedFormGram) times(v *Node) *Node  { return MatMul(c.g, v) }
-func (c closedFormGram) normJT(a *Node) *Node { return ReduceAllSum(Mul(a, c.times(a))) }
-
-// matrixFreeGram applies G = J Jᵀ by one VJP and one JVP of the margin map (eq. 4.8).
-type matrixFreeGram struct{ j marginJacobian }
-
-func (f matrixFreeGram) times(v *Node) *Node { return f.j.jvp(f.j.vjp(v)) }
-func (f matrixFreeGram) normJT(a *Node) *Node {
-	v := f.j.vjp(a)
-	return vecDot(v, v)
-}
-
-// saturatedCoupling returns G δ_R. δ_R is 0 on every row of a batch without saturated rows, and
-// then so is G δ_R; when the Gram can be applied inside a closure (inLoop, see whileLoop) an If
-// skips its products (one VJP and one JVP matrix-free, a b×b product in closed form) unless some
-// entry of δ_R is non-zero. Autodiff products cannot run in a closure (see compat.go:
-// compatWhileGradient), so they are always formed. The If returns a new value and captures only values
-// that are read after it (see compat.go: compatIfCapturedBuffer).
+// ifSaturated returns the products that build forms from δ_R, whose first output is a b-vector:
+// all are zero on a batch without saturated rows (δ_R = 0 on every row). When the products can be
+// formed inside a closure (inLoop, see whileLoop) an If forms them only if some row is saturated,
+// and returns zeros otherwise; else they are always formed.
+//
+// The pure-Go backend corrupts its buffer pool when an If branch is handed a captured value at its
+// last use (see compat.go: compatIfCapturedBuffer). build may capture only δ_R and values that the
+// solve reads after the If (the margin gradients, Q^{1/2}, bλ, the linearisation's forward
+// nodes), and both branches capture δ_R, so that the If is never its last use: on the branch
+// taken without saturated rows δ_R = 0, so −δ_R is the first output's zero.
 //
 // As for whileLoop, the branch is first built in the main function (dead code, removed by the
 // backends) so that every scalar constant it uses is a main-function node the closure may capture
 // (see compat.go: compatScalarCache).
-func saturatedCoupling(gram marginGram, deltaR *Node, inLoop bool) *Node {
-	coupling := gram.times(deltaR)
+func ifSaturated(deltaR *Node, inLoop bool, build func() []*Node) []*Node {
+	formed := build()
 	if !inLoop {
-		return coupling
+		return formed
 	}
 	g := deltaR.Graph()
-	saturated := LogicalAny(NotEqual(deltaR, ZerosLike(deltaR)))
-	formed := NewClosure(g, func(g *Graph) []*Node { return []*Node{gram.times(deltaR)} })
-	skipped := NewClosure(g, func(g *Graph) []*Node { return []*Node{ZerosLike(deltaR)} })
-	return If(saturated, formed, skipped)[0]
+	someSaturated := saturated(deltaR)
+	formedFn := NewClosure(g, func(g *Graph) []*Node { return distinctOutputs(build()) })
+	skippedFn := NewClosure(g, func(g *Graph) []*Node {
+		zeros := []*Node{Neg(deltaR)}
+		for _, x := range formed[1:] {
+			zeros = append(zeros, Zeros(g, x.Shape()))
+		}
+		return distinctOutputs(zeros)
+	})
+	return If(someSaturated, formedFn, skippedFn)
+}
+
+// distinctOutputs returns the outputs of an If branch with the n-th output of a shape already
+// returned made a node of its own, reshaped through a shape with n more unit axes: the backend
+// merges outputs built alike, such as the zeros of one shape, and an If branch may not return one
+// node twice (see compat.go: compatIfRepeatedOutput).
+func distinctOutputs(nodes []*Node) []*Node {
+	seen := make(map[string]int, len(nodes))
+	out := make([]*Node, len(nodes))
+	for k, n := range nodes {
+		key := n.Shape().String()
+		out[k] = n
+		if seen[key] > 0 {
+			unit := make([]int, seen[key])
+			for i := range unit {
+				unit[i] = 1
+			}
+			out[k] = Reshape(Reshape(n, append(slices.Clone(n.Shape().Dimensions), unit...)...), n.Shape().Dimensions...)
+		}
+		seen[key]++
+	}
+	return out
 }

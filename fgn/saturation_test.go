@@ -14,7 +14,7 @@ import (
 // and Q^{-1/2}r would overflow, the FGN step stays finite and still solves the damped system:
 // it matches the float64 dense solve of (H_FGN + λI) d = −g. On the affine head (matrix-free and
 // closed form) the saturated rows' coupling runs in an If branch taken only on such batches
-// (saturatedCoupling); without it the step would miss that term.
+// (ifSaturated); without it the step would miss that term.
 func TestSaturatedStep(t *testing.T) {
 	p := newProblem(16, 6, 5, 4, 2, 1)
 	// Scale two examples so their margins reach the thousands, with opposite signs.

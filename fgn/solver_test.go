@@ -193,7 +193,8 @@ func TestAffineClosedFormMatchesGeneric(t *testing.T) {
 		sqrtQ := Sqrt(m.Q)
 		whiten := func(v *Node) *Node { return Mul(sqrtQ, v) }
 		k := Mul(Mul(head.MarginGram(m.GradS), ExpandAxes(sqrtQ, -1)), ExpandAxes(sqrtQ, 0))
-		op := func(v *Node) *Node { return whiten(matrixFreeGram{marginJacobian{generic, m.GradS}}.times(whiten(v))) }
+		j := marginJacobian{generic, m.GradS}
+		op := func(v *Node) *Node { return whiten(j.jvp(j.vjp(whiten(v)))) }
 		probe := Iota(in[0].Graph(), k.Shape(), 0) // columns of the identity, via equality below
 		eye := ConvertDType(Equal(probe, Iota(in[0].Graph(), k.Shape(), 1)), dtypes.Float64)
 		cols := make([]*Node, p.b)

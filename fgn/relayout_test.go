@@ -144,12 +144,18 @@ func TestRelayout(t *testing.T) {
 }
 
 // TestRelayoutLinearizeHead checks that Linearize's VJP of an affine head z = h·W + b clones no
-// Transpose, and multiplies the cotangent by hᵀ laid out once, as AffineHead does.
+// Transpose, and multiplies the cotangent by hᵀ laid out once, as AffineHead does; its JVP, h·V,
+// is in the backend's layout as built, and relayout leaves it as it is.
 func TestRelayoutLinearizeHead(t *testing.T) {
 	p := newProblem(4, 6, 5, 3, 0, 1)
 	run(t, func(in []*Node) []*Node {
 		w := Vec{in[2], in[3]}
 		l := Linearize(Add(MatMul(in[0], w[0]), ExpandAxes(w[1], 0)), w).(*autodiffLinearization)
+		tangents := placeholders(w...)
+		jv := l.walk.tangent(tangents)
+		if got := relayout(jv, tangents); got[0] != jv[0] {
+			t.Errorf("relayout rebuilt the JVP %s as %s", jv[0], got[0])
+		}
 		l.products()
 		for name, m := range map[string]*linearMap{"VJP": l.vjp, "JVP": l.jvp} {
 			if got := countType(m.sg.nodes, NodeTypeTranspose); got != 0 {

@@ -63,27 +63,17 @@ const (
 
 	// compatScalarCache: GoMLX caches scalar constants per graph rather than per function, so a
 	// scalar first created inside a closure and later requested by the main function is a node of the
-	// wrong scope ("uses a node from a different function scope"). whileLoop (cg.go) and
-	// ifSaturated (rowspace.go) build their closures' bodies once in the main function first
-	// (dead code the backends remove). Checked: gomlx v0.28.3 to v0.28.16. Test: TestCompatScalarCache.
+	// wrong scope ("uses a node from a different function scope"). whileLoop (cg.go) builds its
+	// closures' bodies once in the main function first (dead code the backends remove). Checked: gomlx v0.28.3 to v0.28.16. Test: TestCompatScalarCache.
 	compatScalarCache = "scalar constants cached per graph, not per function"
 
 	// compatIfCapturedBuffer: the pure-Go backend hands an If branch a captured value at its last use
 	// as its own (donated) buffer, which the branch may update in place and return; the main
 	// function then still treats that buffer as free, and a later operation overwrites the If's
-	// output (and the pool hands it out again). A value captured by both branches is never at its
-	// last use at the If: ifSaturated (rowspace.go) captures δ_R in both and its products capture
-	// only values the solve reads after the If. The experiments' Adam skips a step by neutral
-	// scalars, not an If (experiments/train/adam.go). Checked: compute v0.1.14. Test:
-	// TestCompatIfCapturedBuffer.
+	// output (and the pool hands it out again). The experiments' Adam skips a step by neutral
+	// scalars, not an If (experiments/train/adam.go); the library builds no If. Checked: compute
+	// v0.1.14. Test: TestCompatIfCapturedBuffer.
 	compatIfCapturedBuffer = "If releases a captured buffer its branch updated in place"
-
-	// compatIfRepeatedOutput: the pure-Go backend fails ("If: executing branch: output 1 not
-	// computed") when a branch of an If returns one node twice, which it does when two outputs are
-	// built alike (zeros of one shape: the backend merges identical nodes). ifSaturated's branches
-	// return every output as a node of its own (distinctNodes in rowspace.go). Checked: compute
-	// v0.1.14. Test: TestCompatIfRepeatedOutput.
-	compatIfRepeatedOutput = "If branch returning one node twice"
 
 	// compatParallelExecutorDeadlock: with several graph executors (compute v0.1.14's default of 8)
 	// a large matrix product in a While body waits forever for a worker: the idle executors hold the

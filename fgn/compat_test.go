@@ -40,7 +40,6 @@ func compatName(entry string) string {
 	for name, value := range map[string]string{
 		"compatWhileGradient": compatWhileGradient, "compatWhileEarlyOutputs": compatWhileEarlyOutputs,
 		"compatScalarCache": compatScalarCache, "compatIfCapturedBuffer": compatIfCapturedBuffer,
-		"compatIfRepeatedOutput":         compatIfRepeatedOutput,
 		"compatParallelExecutorDeadlock": compatParallelExecutorDeadlock,
 		"compatSIMDNaN":                  compatSIMDNaN, "compatVariablesAsConstants": compatVariablesAsConstants,
 		"compatConvVJPNotDifferentiable": compatConvVJPNotDifferentiable,
@@ -95,16 +94,6 @@ func TestCompatWhileGradient(t *testing.T) {
 		return whileLoopOf(x, func(v *Node) *Node { return Gradient(ReduceAllSum(Mul(v, v)), v)[0] })[1]
 	}, x)
 	present(t, compatWhileGradient, err, "not computed yet", "a Gradient built inside a While body runs")
-}
-
-func TestCompatIfRepeatedOutput(t *testing.T) {
-	x := []float64{1, 2, 3}
-	_, err := graphrun.Run(testBackend, func(x *Node) []*Node {
-		g := x.Graph()
-		twice := func(g *Graph) []*Node { return []*Node{Zeros(g, x.Shape()), Zeros(g, x.Shape())} }
-		return If(GreaterThan(ReduceAllSum(x), ScalarZero(g, x.DType())), NewClosure(g, twice), NewClosure(g, twice))
-	}, x)
-	present(t, compatIfRepeatedOutput, err, "not computed", "an If branch returning one node twice runs")
 }
 
 func TestCompatScalarCache(t *testing.T) {

@@ -37,7 +37,7 @@ type Direction struct {
 	Linearization LinearizationKind
 
 	// rowRHS is, for FGN, the right-hand side of the whitened row system that Solution
-	// approximately solves: r̃ = Q^{-1/2} r (eq. 4.6) when no row is saturated; nil for SGN.
+	// approximately solves: r̃ = Q'^{-1/2} r (eq. 4.6, q'_i = max(q_i, q_min)); nil for SGN.
 	rowRHS *Node
 }
 

@@ -12,9 +12,8 @@ import (
 
 // TestSaturatedStep checks that with margins |s| up to ~1e4 in float32, where q underflows to 0
 // and Q^{-1/2}r would overflow, the FGN step stays finite and still solves the damped system:
-// it matches the float64 dense solve of (H_FGN + λI) d = −g. On the affine head (matrix-free and
-// closed form) the saturated rows' coupling runs in an If branch taken only on such batches
-// (ifSaturated); without it the step would miss that term.
+// it matches the float64 dense solve of (H_FGN + λI) d = −g: the floor q_min = ε² that the
+// whitening puts under q perturbs the curvature below float32's resolution.
 func TestSaturatedStep(t *testing.T) {
 	p := newProblem(16, 6, 5, 4, 2, 1)
 	// Scale two examples so their margins reach the thousands, with opposite signs.

@@ -26,8 +26,9 @@ type Settings struct {
 	// WarmStart starts CG from the previous step's solution: the previous direction for SGN, the
 	// previous row-space solution u for FGN (meaningful only for a fixed batch size).
 	WarmStart bool `json:"warm_start" yaml:"warm_start"`
-	// SaturationFloor is the smallest curvature weight q_i = p_★p_† that is whitened; 0 selects
-	// the square of the dtype's machine epsilon. See FGNDirection.
+	// SaturationFloor is the floor q_min of FGN's whitening weights: rows are whitened with
+	// max(q_i, q_min), q_i = p_★p_†; 0 selects the square of the dtype's machine epsilon. See
+	// FGNDirection.
 	SaturationFloor float64 `json:"saturation_floor,omitempty" yaml:"saturation_floor,omitempty"`
 }
 

@@ -22,10 +22,9 @@ func FGNRowOperator(j MarginJacobian, sqrtQ, bLambda *Node) func(v *Node) *Node 
 }
 
 // RowRHS returns the right-hand side of the whitened row system (K + bλI) u = r̃ whose solution
-// dir.Solution approximates, for a direction of fgn.FGNDirection: r̃ = Q^{-1/2} r (eq. 4.6) when
-// no row is saturated (q_i below the saturation floor of fgn.Settings), else the right-hand side
-// of the system that omits the saturated rows (see fgn.FGNDirection). It panics for a direction
-// of fgn.SGNDirection, which has no row system.
+// dir.Solution approximates, for a direction of fgn.FGNDirection: r̃ = Q'^{-1/2} r (eq. 4.6), with
+// the weights q'_i = max(q_i, q_min) for the saturation floor q_min of fgn.Settings (see
+// fgn.FGNDirection). It panics for a direction of fgn.SGNDirection, which has no row system.
 func RowRHS(dir *fgn.Direction) *Node {
 	rhs := hook.RowRHS.(func(*fgn.Direction) *Node)(dir)
 	if rhs == nil {

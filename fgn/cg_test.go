@@ -346,3 +346,47 @@ func TestCGFactored(t *testing.T) {
 		})
 	}
 }
+
+// counting is a linearisation, unrolled as opaque, that counts the products a direction builds.
+type counting struct {
+	opaque
+	vjps, jvps int
+}
+
+func (c *counting) VJP(m *Node) Vec { c.vjps++; return c.Linearization.VJP(m) }
+func (c *counting) JVP(v Vec) *Node { c.jvps++; return c.Linearization.JVP(v) }
+
+// TestStepProducts checks the paper's cost accounting (appendix "Cost accounting") on the products
+// a direction builds, CG unrolled so that every iteration is built: with CG capped at N iterations
+// and started from zero, FGN (matrix-free) builds N JVPs and N + 1 VJPs (CG's products; its first
+// VJP J̃ᵀr̃ is also the parameter rule's reference, and under the row-residual rule, which forms it
+// again in CG's first iteration, only its shape is used; the back-projection is accumulated from
+// them), and SGN N JVPs and N + 1 VJPs (the gradient).
+func TestStepProducts(t *testing.T) {
+	p := newProblem(3, 6, 5, 4, 2, 1)
+	for _, tc := range []struct {
+		name string
+		dir  func(lin Linearization, labels *Node, cfg Settings) *Direction
+	}{
+		{"FGN (matrix-free)", func(lin Linearization, labels *Node, cfg Settings) *Direction {
+			return FGNDirection(lin, labels, nil, matrixFree(cfg))
+		}},
+		{"SGN", func(lin Linearization, labels *Node, cfg Settings) *Direction { return SGNDirection(lin, labels, nil, cfg) }},
+	} {
+		for _, rule := range []StoppingRule{StopParameterResidual, StopWhitenedRowResidual} {
+			for _, n := range []int{1, 5} {
+				t.Run(fmt.Sprintf("%s/%v/N=%d", tc.name, rule, n), func(t *testing.T) {
+					var lin *counting
+					run(t, func(in []*Node) []*Node {
+						lin = &counting{opaque: opaque{affineLin(in)}}
+						cfg := Settings{Damping: 1, CG: CGSettings{MaxIterations: n, Tolerance: 1e-5, StoppingRule: rule}}
+						return []*Node{flattenVec(tc.dir(lin, in[1], cfg).D)}
+					}, p.affineInputs(dtypes.Float64)...)
+					if lin.jvps != n || lin.vjps != n+1 {
+						t.Errorf("built %d JVPs and %d VJPs, want %d and %d", lin.jvps, lin.vjps, n, n+1)
+					}
+				})
+			}
+		}
+	}
+}

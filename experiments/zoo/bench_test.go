@@ -18,18 +18,21 @@ import (
 )
 
 // costOptimizers are the optimizers BenchmarkModelZoo costs, each at its default settings (Adam's
-// learning rate does not change its cost).
+// learning rate does not change its cost), and SGN and FGN with CG tolerance 0, so that every
+// step makes the same number of CG iterations, N_CG = 5 (SGN_NCG5, FGN_NCG5): with the default
+// tolerance CG stops early, after as many iterations as each method's system needs.
 var costOptimizers = []Optimizer{
 	{"Adam", func() optimizer.Interface { return optimizer.Adam().Done() }},
 	{"SGN", func() optimizer.Interface { return fgn.SGN().Done() }},
 	{"FGN", func() optimizer.Interface { return fgn.FGN().Done() }},
+	{"SGN_NCG5", func() optimizer.Interface { return fgn.SGN().CGTolerance(0).Done() }},
+	{"FGN_NCG5", func() optimizer.Interface { return fgn.FGN().CGTolerance(0).Done() }},
 }
 
 // benchBatch is the batch size of the zoo's benchmarks, that of its training runs.
 const benchBatch = 128
 
-// BenchmarkModelZoo times one training step of each zoo model with Adam, SGN and FGN at their
-// default settings, through train.Trainer.TrainStep (the step train.Loop runs, fgn.Loss as the
+// BenchmarkModelZoo times one training step of each zoo model with each of costOptimizers, through train.Trainer.TrainStep (the step train.Loop runs, fgn.Loss as the
 // loss) on the first 128 training images of data/digits (float32, seed 1), on the default
 // backend (run it in the SIMD build: GOEXPERIMENT=simd go test -run '^$' -bench ModelZoo
 // ./experiments/zoo). The paper's cost accounting (sec. 4.3, appendix "Cost accounting"): a step

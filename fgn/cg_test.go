@@ -371,7 +371,9 @@ func TestStepProducts(t *testing.T) {
 		{"FGN (matrix-free)", func(lin Linearization, labels *Node, cfg Settings) *Direction {
 			return FGNDirection(lin, labels, nil, matrixFree(cfg))
 		}},
-		{"SGN", func(lin Linearization, labels *Node, cfg Settings) *Direction { return SGNDirection(lin, labels, nil, cfg) }},
+		{"SGN", func(lin Linearization, labels *Node, cfg Settings) *Direction {
+			return SGNDirection(lin, labels, nil, cfg)
+		}},
 	} {
 		for _, rule := range []StoppingRule{StopParameterResidual, StopWhitenedRowResidual} {
 			for _, n := range []int{1, 5} {

@@ -21,8 +21,9 @@ type MemoryEstimate struct {
 	// State: the parameters P times what the method holds of their size at its peak (Adam: the
 	// parameters, two moments, the gradient and the update's temporaries, 6P; SGN: the
 	// parameters, warm start, CG's vectors and products, 10P; FGN (closed-form Gram): the
-	// parameters, the direction and the update, 3P; FGN (matrix-free): 4P, one more for the
-	// operator's products), plus 2P for the autodiff closures of an MLP.
+	// parameters, the direction and the update, 3P; FGN (matrix-free): 4P, the parameters, CG's
+	// accumulated back-projection, the VJP of an iteration and the update), plus 2P for the
+	// autodiff closures of an MLP.
 	State int64
 	// Step: the step's b×(C + hidden) temporaries (logits, margin quantities, products' operands;
 	// stepTemporaries of them) and the pure-Go matrix kernel's packing buffers (kernelBuffers).

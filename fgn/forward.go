@@ -517,12 +517,18 @@ func addTerm(sum, term *Node) *Node {
 	return Add(sum, term)
 }
 
-// reduceWindowTangent: a sum over windows (mean pooling) is linear; a max (min) over windows
-// takes the tangent at each window's selected element, with the selection of GoMLX's VJP
-// (SelectAndScatter): m = Jᵀ1 marks the selected elements, and the same op applied to t where
-// m > 0 and −∞ (+∞) elsewhere returns t at the selected element of each window. That needs one
-// selected element per window, i.e. windows that do not overlap (strides ≥ window, GoMLX's
-// pooling default), which the rule checks.
+// reduceWindowTangent: a sum over windows (mean pooling) is linear; a max (min) over windows takes
+// the tangent at each window's selected element, the one GoMLX's VJP (SelectAndScatter) selects:
+// the first element of the window, in row-major order, that attains the window's value y. With
+// the input padded as the op pads it (by −∞ for a max, +∞ for a min) and z_δ the strided slice
+// that holds, for every window, its element at offset δ,
+//
+//	ẏ = Σ_δ [z_δ(x) = y and z_{δ'}(x) ≠ y for every δ' before δ] · z_δ(t),
+//
+// so overlapping windows (strides below the window, as in a ResNet's 3×3 stride-2 pooling) are
+// covered as well. The masks depend on the primal values alone, so each product adds one strided
+// slice and one selection per window offset. Windows with dilations are refused, as GoMLX's VJP
+// refuses them.
 func reduceWindowTangent(n *Node, ts []*Node) *Node {
 	op := compute.ReduceOpType(opParam(n, "reductionType").Int())
 	if op == compute.ReduceOpSum {
@@ -531,23 +537,64 @@ func reduceWindowTangent(n *Node, ts []*Node) *Node {
 	if op != compute.ReduceOpMax && op != compute.ReduceOpMin {
 		exceptions.Panicf("ReduceWindow with reduction %s has no forward-mode rule", op)
 	}
-	window, strides := opParam(n, "windowDimensions"), opParam(n, "strides")
-	for k := range window.Len() {
-		if k < strides.Len() && strides.Index(k).Int() < window.Index(k).Int() {
-			exceptions.Panicf("ReduceWindow %s with overlapping windows (window %v, strides %v) has no forward-mode rule",
-				op, intsOf(window), intsOf(strides))
+	x := n.Inputs()[0]
+	rank := x.Rank()
+	window, strides := intsOf(opParam(n, "windowDimensions")), intsOf(opParam(n, "strides"))
+	for _, field := range []string{"inputDilations", "windowDilations"} {
+		for _, d := range intsOf(opParam(n, field)) {
+			if d != 1 {
+				exceptions.Panicf("ReduceWindow %s with %s %v has no forward-mode rule", op, field, intsOf(opParam(n, field)))
+			}
 		}
 	}
-	x := n.Inputs()[0]
-	g := x.Graph()
-	marked := GreaterThan(Gradient(ReduceAllSum(n), x)[0], ZerosLike(x))
+	pads := make([]PadAxis, rank)
+	paddings := opParam(n, "paddings")
+	for k := range paddings.Len() {
+		pads[k] = PadAxis{Start: int(paddings.Index(k).Index(0).Int()), End: int(paddings.Index(k).Index(1).Int())}
+	}
 	fill := math.Inf(-1)
 	if op == compute.ReduceOpMin {
 		fill = math.Inf(1)
 	}
-	selected := n.CloneWithInputs(Where(marked, ts[0], BroadcastToShape(Scalar(g, x.DType(), fill), x.Shape())))
-	// A window made of padding alone selects nothing: its tangent is 0.
-	return Where(IsFinite(selected), selected, ZerosLike(selected))
+	g := x.Graph()
+	xp := Pad(x, Scalar(g, x.DType(), fill), pads...)
+	tp := Pad(ts[0], ScalarZero(g, x.DType()), pads...)
+	// at returns, for every window, its element at offset delta.
+	at := func(z *Node, delta []int) *Node {
+		spec := make([]SliceAxisSpec, rank)
+		for k := range rank {
+			stride := 1
+			if k < len(strides) {
+				stride = int(strides[k])
+			}
+			spec[k] = AxisRange(delta[k], delta[k]+stride*(n.Shape().Dim(k)-1)+1).Stride(stride)
+		}
+		return Slice(z, spec...)
+	}
+	var tangent, found *Node
+	delta := make([]int, rank)
+	for {
+		selected := Equal(at(xp, delta), n)
+		if found != nil {
+			selected = LogicalAnd(selected, LogicalNot(found))
+		}
+		term := Where(selected, at(tp, delta), ZerosLike(n))
+		if found == nil {
+			tangent, found = term, selected
+		} else {
+			tangent, found = Add(tangent, term), LogicalOr(found, selected)
+		}
+		k := rank - 1 // the next offset, in row-major order
+		for ; k >= 0; k-- {
+			if delta[k]++; delta[k] < int(window[k]) {
+				break
+			}
+			delta[k] = 0
+		}
+		if k < 0 {
+			return tangent
+		}
+	}
 }
 
 func intsOf(v reflect.Value) []int64 {

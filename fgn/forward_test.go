@@ -123,6 +123,10 @@ var zoo = []zooCase{
 		c := layers.Convolution(scope.In("conv"), x).Filters(3).KernelSize(3).PadSame().Done()
 		return head(scope, MaxPool(c).Window(2).Done())
 	}},
+	{"overlapping max pooling", []int{6, 7, 7, 2}, 0, NodeTypeReduceWindow, func(scope *model.Scope, x *Node) *Node {
+		c := layers.Convolution(scope.In("conv"), x).Filters(3).KernelSize(3).PadSame().Done()
+		return head(scope, MaxPool(activation.Relu(c)).Window(3).Strides(2).PadSame().Done())
+	}},
 	{"mean pooling", []int{6, 6, 6, 2}, 0, NodeTypeReduceWindow, func(scope *model.Scope, x *Node) *Node {
 		c := layers.Convolution(scope.In("conv"), x).Filters(3).KernelSize(3).PadSame().Done()
 		return head(scope, MeanPool(Tanh(c)).Window(2).Done())
@@ -393,12 +397,12 @@ func TestLinearizeZooStep(t *testing.T) {
 }
 
 // TestLinearizeUnsupportedOp checks that an op without a forward rule whose VJP GoMLX cannot
-// differentiate (max pooling over overlapping windows) is a graph-building error naming the op
-// and the layer's parameters.
+// differentiate (a product over windows) is a graph-building error naming the op and the layer's
+// parameters.
 func TestLinearizeUnsupportedOp(t *testing.T) {
-	tc := zooCase{"overlapping max pooling", []int{6, 6, 6, 2}, 0, NodeTypeReduceWindow, func(scope *model.Scope, x *Node) *Node {
+	tc := zooCase{"product pooling", []int{6, 6, 6, 2}, 0, NodeTypeReduceWindow, func(scope *model.Scope, x *Node) *Node {
 		c := layers.Convolution(scope.In("conv"), x).Filters(3).KernelSize(3).PadSame().Done()
-		return head(scope, MaxPool(c).Window(3).Strides(1).Done())
+		return head(scope, BackendReduceWindow(Tanh(c), compute.ReduceOpProduct, []int{1, 2, 2, 1}, []int{1, 2, 2, 1}, nil, nil, nil))
 	}}
 	m := newZooModel(t, tc, 7)
 	d := len(m.params())
@@ -414,7 +418,7 @@ func TestLinearizeUnsupportedOp(t *testing.T) {
 		}
 		return Linearize(tc.build(scope, x), params).JVP(v)
 	}).Call(m.x)
-	for _, want := range []string{"cannot differentiate op ReduceWindow", "/conv/", "overlapping windows"} {
+	for _, want := range []string{"cannot differentiate op ReduceWindow", "/conv/", "no forward-mode rule"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("J_z v through %s (d = %d): error %v, want one containing %q", tc.name, d, err, want)
 		}
@@ -460,6 +464,13 @@ func TestTangentRules(t *testing.T) {
 		{"min pooling", false, func(w *Node) *Node {
 			x := Reshape(w, 1, 3, 4, 1)
 			return Neg(MaxPool(Neg(x)).Window(2).Done())
+		}},
+		{"overlapping max and min pooling, padded, with ties", false, func(w *Node) *Node {
+			x := Reshape(Max(w, ZerosLike(w)), 1, 3, 4, 1) // ReLU: windows of tied zeros
+			mx := MaxPool(x).Window(2).Strides(1).PadSame().Done()
+			mn := BackendReduceWindow(x, compute.ReduceOpMin, []int{1, 2, 3, 1}, []int{1, 1, 2, 1}, nil, nil,
+				[][2]int{{0, 0}, {1, 0}, {1, 1}, {0, 0}})
+			return Concatenate([]*Node{Reshape(mx, -1), Reshape(mn, -1)}, 0)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -92,8 +92,8 @@ func linearInParams(lin Linearization) bool {
 //     Cos, Max, Min, Clamp) by their derivatives in terms of the primal nodes, and the fused
 //     activations (FusedActivation: ReLU, leaky ReLU, GELU, swish, …, and FusedDense's) by their
 //     VJP, which equals their JVP as their Jacobian is diagonal;
-//   - max and min pooling over windows that do not overlap by the tangent at each window's
-//     selected element;
+//   - max and min pooling, with windows that overlap or not and padding, by the tangent at each
+//     window's selected element, the one GoMLX's VJP selects;
 //   - any other op by the double VJP of that op alone (localJVP), which covers the fused ops whose
 //     VJP GoMLX builds from their decomposed form (FusedLayerNorm, FusedSoftmax) and ReduceMax.
 //

@@ -64,7 +64,8 @@ const (
 	// compatScalarCache: GoMLX caches scalar constants per graph rather than per function, so a
 	// scalar first created inside a closure and later requested by the main function is a node of the
 	// wrong scope ("uses a node from a different function scope"). whileLoop (cg.go) builds its
-	// closures' bodies once in the main function first (dead code the backends remove). Checked: gomlx v0.28.3 to v0.28.16. Test: TestCompatScalarCache.
+	// closures' bodies once in the main function first (dead code the backends remove). Checked:
+	// gomlx v0.28.3 to v0.28.16. Test: TestCompatScalarCache.
 	compatScalarCache = "scalar constants cached per graph, not per function"
 
 	// compatIfCapturedBuffer: the pure-Go backend hands an If branch a captured value at its last use

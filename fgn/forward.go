@@ -571,6 +571,7 @@ func reduceWindowTangent(n *Node, ts []*Node) *Node {
 		}
 		return Slice(z, spec...)
 	}
+	zero := ZerosLike(n)
 	var tangent, found *Node
 	delta := make([]int, rank)
 	for {
@@ -578,7 +579,7 @@ func reduceWindowTangent(n *Node, ts []*Node) *Node {
 		if found != nil {
 			selected = LogicalAnd(selected, LogicalNot(found))
 		}
-		term := Where(selected, at(tp, delta), ZerosLike(n))
+		term := Where(selected, at(tp, delta), zero)
 		if found == nil {
 			tangent, found = term, selected
 		} else {

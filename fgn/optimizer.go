@@ -250,11 +250,15 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 		lambda = o.dampingState(scope, dtype)
 		lambdaState = lambda.NodeValue(g)
 	}
+	var damping dampingFn
+	if lambdaState != nil {
+		damping = func(mu *Node) *Node { return o.c.damping.Damping(lambdaState, mu) }
+	}
 	var dir *Direction
 	if o.c.fgn {
-		dir = fgnDirection(lin, labels, first(x0), o.c.s, lambdaState)
+		dir = fgnDirection(lin, labels, first(x0), o.c.s, damping)
 	} else {
-		dir = sgnDirection(lin, labels, x0, o.c.s, lambdaState)
+		dir = sgnDirection(lin, labels, x0, o.c.s, damping)
 	}
 	// The step size is taken as 0 unless the direction is finite. keepUnless below is what
 	// discards a non-finite step (0·NaN is NaN); this makes the scaling α d wait for Finite's

@@ -60,9 +60,12 @@ func FGNDirection(lin Linearization, labels, u0 *Node, cfg Settings) *Direction 
 	return fgnDirection(lin, labels, u0, cfg, nil)
 }
 
-// fgnDirection is FGNDirection with the damping λ given by the scalar node lambda, an adaptive
-// policy's state, when not nil (cfg.Damping otherwise).
-func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, lambda *Node) *Direction {
+// fgnDirection is FGNDirection with the damping λ chosen by damping from the batch's curvature
+// scale μ (see curvatureScale) when damping is not nil (cfg.Damping otherwise).
+//
+// μ costs no product: K r̃ is the product of CG's first iteration, which starts from p_0 = r̃ and
+// takes it (cgSystem.rhsProduct); with a warm start it costs one JVP (matrix-free).
+func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dampingFn) *Direction {
 	cfg.mustValidateSolve()
 	m := NewMargin(lin.Logits(), labels)
 	j := marginJacobian{lin: lin, gradS: m.GradS}
@@ -71,12 +74,14 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, lambda *Nod
 	b := m.S.Shape().Dim(0)
 	w := newWhitening(m, cfg.floor(dtype))
 	sys := cgSystem{
-		shift: cfg.scaledLambda(lambda, g, dtype, float64(b)),
-		rhs:   Vec{w.rTilde},
-		x0:    rowStart(u0),
+		rhs: Vec{w.rTilde},
+		x0:  rowStart(u0),
 	}
 	paramRule := cfg.CG.StoppingRule == StopParameterResidual
 	var backProject func(cgResult) Vec
+	var rKr *Node // r̃ᵀK r̃
+	// μ needs K r̃: CG's first product when it starts from zero, one JVP more otherwise.
+	needMu := u0 == nil || damping != nil
 	inLoop := inWhileLoop(lin)
 	if closed, ok := lin.(GramLinearization); ok && cfg.RowOperator == ClosedFormGram {
 		// G is formed outside CG, whose loop body then holds b×b products only, whatever the
@@ -87,6 +92,9 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, lambda *Nod
 			sys.curvatureNorm = true
 			sys.refNorm2 = ReduceAllSum(Mul(m.PDagger, MatMul(gram, m.PDagger))) // ‖Jᵀr‖² = rᵀG r
 		}
+		sys.rhsProduct = sys.curvature(sys.rhs)
+		rKr = vecDot(sys.rhs, sys.rhsProduct)
+		needMu = true // b×b products
 		// d = −J̃ᵀu: the sign goes into the b-vector, not over the parameter-space result.
 		backProject = func(sol cgResult) Vec { return j.vjp(Neg(Mul(w.sqrtQ, sol.X[0]))) }
 		inLoop = true
@@ -101,11 +109,23 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, lambda *Nod
 			sys.curvatureNorm = true
 			sys.refNorm2 = vecDot(sys.factorRHS, sys.factorRHS)
 		}
+		if needMu {
+			sys.rhsProduct = sys.cofactor(sys.factorRHS)
+			rKr = vecDot(sys.factorRHS, sys.factorRHS)
+		}
 		backProject = func(sol cgResult) Vec { return vecScale(Scalar(g, dtype, -1), sol.LX) }
 	}
+	var mu *Node
+	if needMu {
+		// With g = J̃ᵀr̃/b and H_FGN = J̃ᵀJ̃/b (eq. 3.8): gᵀH g = ‖K r̃‖²/b³ and ‖g‖² = r̃ᵀK r̃/b².
+		mu = curvatureScale(vecDot(sys.rhsProduct, sys.rhsProduct), MulScalar(rKr, float64(b)))
+	}
+	lambda := cfg.damping(damping, mu, g, dtype)
+	sys.shift = MulScalar(lambda, float64(b))
 	sol := solveCG(sys, cfg.CG, inLoop)
 	dir := newDirection(backProject(sol), m, sol)
 	dir.rowRHS = w.rTilde
+	dir.lambda, dir.curvature = lambda, mu
 	return dir
 }
 

@@ -12,34 +12,42 @@ func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings) *Direct
 	return sgnDirection(lin, labels, x0, cfg, nil)
 }
 
-// sgnDirection is SGNDirection with the damping λ given by the scalar node lambda, an adaptive
-// policy's state, when not nil (cfg.Damping otherwise).
-func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, lambda *Node) *Direction {
+// sgnDirection is SGNDirection with the damping λ chosen by damping from the batch's curvature
+// scale μ = gᵀH_GGN g/‖g‖² (see curvatureScale) when damping is not nil (cfg.Damping otherwise).
+// H_GGN g is the product of CG's first iteration, which starts from p_0 = −g and takes it
+// (cgSystem.rhsProduct); with a warm start μ costs one product more.
+func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, damping dampingFn) *Direction {
 	cfg.mustValidateSolve()
 	m := NewMargin(lin.Logits(), labels)
-	g := m.S.Graph()
-	dtype := m.S.DType()
 	b := float64(m.S.Shape().Dim(0))
 	probs := Softmax(lin.Logits(), -1)
 	// −g = Jᵀ(y − p)/b: the scale and sign go into the b×C cotangent.
 	negGrad := lin.VJP(MulScalar(Sub(m.OneHot, probs), 1/b))
-	op := ggnOperator(lin, probs, cfg.scaledLambda(lambda, g, dtype, 1))
-	sol := solveCG(cgSystem{curvature: op, rhs: negGrad, x0: x0}, cfg.CG, inWhileLoop(lin))
-	return newDirection(sol.X, m, sol)
+	sys := cgSystem{curvature: ggnOperator(lin, probs), rhs: negGrad, x0: x0}
+	var mu *Node
+	if x0 == nil || damping != nil {
+		sys.rhsProduct = sys.curvature(negGrad)
+		mu = curvatureScale(vecDot(negGrad, sys.rhsProduct), vecDot(negGrad, negGrad))
+	}
+	sys.shift = cfg.damping(damping, mu, negGrad[0].Graph(), negGrad[0].DType())
+	sol := solveCG(sys, cfg.CG, inWhileLoop(lin))
+	dir := newDirection(sol.X, m, sol)
+	dir.lambda, dir.curvature = sys.shift, mu
+	return dir
 }
 
-// ggnOperator returns the damped full softmax GGN-vector product used by SGN,
+// ggnOperator returns the full softmax GGN-vector product used by SGN,
 //
-//	v ↦ (1/b) J_zᵀ (diag(p) - p pᵀ) J_z v + λ v        (eq. 3.1, batched),
+//	v ↦ (1/b) J_zᵀ (diag(p) - p pᵀ) J_z v        (eq. 3.1, batched),
 //
 // where the softmax covariance is applied per example as p⊙m - p (pᵀm), m = J_z v.
 // probs are the softmax probabilities (b×C).
-func ggnOperator(lin Linearization, probs, lambda *Node) func(v Vec) Vec {
+func ggnOperator(lin Linearization, probs *Node) func(v Vec) Vec {
 	invB := 1.0 / float64(probs.Shape().Dim(0))
 	return func(v Vec) Vec {
 		m := lin.JVP(v)
 		pm := Mul(probs, m)
 		cov := MulScalar(Sub(pm, Mul(probs, ExpandAxes(ReduceSum(pm, -1), -1))), invB)
-		return vecAxpy(lin.VJP(cov), lambda, v)
+		return lin.VJP(cov)
 	}
 }

@@ -302,3 +302,35 @@ func TestDampingErrors(t *testing.T) {
 		t.Errorf("LM with a Linearization without LogitsAt: error %v, want one containing %q", err, want)
 	}
 }
+
+// TestLMTelemetryState checks the telemetry an adaptive policy keeps in state variables for
+// callers without the step's Direction (train.Trainer): after each LM step of TestLMAdapts's
+// problem, "gain_ratio" holds that step's ρ (bit for bit, NaN included) and "rejected_steps" the
+// number of steps rejected so far.
+func TestLMTelemetryState(t *testing.T) {
+	const steps = 12
+	p := illConditioned()
+	for _, tc := range lmCases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newOptModel(p, tc.mlp, false)
+			c := tc.opt().LearningRate(1.5).Damping(1e-2).CGMaxIterations(20)
+			opt := c.Done()
+			scope := "/" + c.scopeName + "/"
+			rejected := int64(0)
+			for k := range steps {
+				s := m.lmSteps(t, opt, p, 1)[0]
+				if !s.accepted {
+					rejected++
+				}
+				rho := flat64(m.store.GetVariable(scope + "gain_ratio").MustValue())[0]
+				n := tensors.ToScalar[int64](m.store.GetVariable(scope + "rejected_steps").MustValue())
+				if !(rho == s.rho || math.IsNaN(rho) && math.IsNaN(s.rho)) || n != rejected {
+					t.Errorf("step %d: gain_ratio %g, rejected_steps %d; want the step's ρ %g and %d", k, rho, n, s.rho, rejected)
+				}
+			}
+			if rejected == 0 {
+				t.Errorf("no step of %d was rejected: the test does not see rejected_steps count", steps)
+			}
+		})
+	}
+}

@@ -40,7 +40,7 @@ const benchBatch = 128
 func BenchmarkModelZoo(b *testing.B) {
 	be := testBackend
 	x, y := benchData(b)
-	for _, m := range Models {
+	for _, m := range digitsModels() {
 		for _, opt := range costOptimizers {
 			b.Run(m.Name+"/"+opt.Name, func(b *testing.B) {
 				memprobe.Settle()
@@ -95,7 +95,7 @@ type unrolled struct{ fgn.LogitsEvaluator }
 // batch of BenchmarkModelZoo, with fgn.Loss's cross-entropy.
 func BenchmarkZooFixedCG(b *testing.B) {
 	x, y := benchData(b)
-	for _, m := range Models {
+	for _, m := range digitsModels() {
 		for _, opt := range []struct {
 			name string
 			c    *fgn.GNConfig
@@ -103,6 +103,7 @@ func BenchmarkZooFixedCG(b *testing.B) {
 			b.Run(m.Name+"/"+opt.name, func(b *testing.B) {
 				store := model.NewStore()
 				store.SetParam(model.ParamInitialSeed, int64(1))
+				store.SetParams(m.Params)
 				gn := opt.c.Done()
 				exec, err := model.NewExec(testBackend, store, func(scope *model.Scope, x, labels *Node) *Node {
 					store.SetTraining(x.Graph(), true)
@@ -150,7 +151,7 @@ func BenchmarkZooFixedCG(b *testing.B) {
 func BenchmarkZooProducts(b *testing.B) {
 	be := testBackend
 	x, _ := benchData(b)
-	for _, m := range Models {
+	for _, m := range digitsModels() {
 		var forward float64
 		for _, g := range []struct {
 			name  string
@@ -167,6 +168,7 @@ func BenchmarkZooProducts(b *testing.B) {
 			b.Run(m.Name+"/"+g.name, func(b *testing.B) {
 				store := model.NewStore()
 				store.SetParam(model.ParamInitialSeed, int64(1))
+				store.SetParams(m.Params)
 				exec, err := model.NewExec(be, store, func(scope *model.Scope, x *Node) []*Node {
 					store.SetTraining(x.Graph(), true)
 					logits := m.Fn(scope, x)
@@ -206,6 +208,17 @@ func BenchmarkZooProducts(b *testing.B) {
 			})
 		}
 	}
+}
+
+// digitsModels returns the zoo's models of the digits, those the benchmarks cost on benchData.
+func digitsModels() []Model {
+	var ms []Model
+	for _, m := range Models {
+		if m.Task == Digits {
+			ms = append(ms, m)
+		}
+	}
+	return ms
 }
 
 // benchData returns the first benchBatch training images and labels of digits.Split(1).

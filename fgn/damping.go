@@ -37,10 +37,10 @@ import (
 type DampingPolicy interface {
 	// Adaptive reports whether λ changes from step to step.
 	Adaptive() bool
-	// Damping returns the damping a step solves with (a scalar of λ's dtype) from the state λ and
-	// the batch's curvature scale μ (a non-negative scalar). The optimizer calls it for adaptive
-	// policies only.
-	Damping(lambda, mu *Node) *Node
+	// Damping returns the damping a step solves with (a scalar of λ's dtype) from the state λ, the
+	// batch's curvature scale μ ≥ 0 and the noise-to-signal ratio ν ≥ 0 (possibly +∞) of its
+	// gradient (scalars). The optimizer calls it for adaptive policies only.
+	Damping(lambda, mu, nu *Node) *Node
 	// Next returns the state λ of the next step (a scalar of λ's dtype) from the damping this step
 	// was solved with and its gain ratio ρ (scalars, ρ possibly NaN). The optimizer calls it for
 	// adaptive policies only, and keeps λ when the step is not finite.
@@ -56,11 +56,11 @@ type ConstantDamping struct{}
 
 var _ DampingPolicy = ConstantDamping{}
 
-func (ConstantDamping) Adaptive() bool                 { return false }
-func (ConstantDamping) Damping(lambda, _ *Node) *Node  { return lambda }
-func (ConstantDamping) Next(lambda, _ *Node) *Node     { return lambda }
-func (ConstantDamping) Validate(lambda0 float64) error { return nil }
-func (ConstantDamping) String() string                 { return "constant" }
+func (ConstantDamping) Adaptive() bool                   { return false }
+func (ConstantDamping) Damping(lambda, _, _ *Node) *Node { return lambda }
+func (ConstantDamping) Next(lambda, _ *Node) *Node       { return lambda }
+func (ConstantDamping) Validate(lambda0 float64) error   { return nil }
+func (ConstantDamping) String() string                   { return "constant" }
 
 // LMDamping is the Levenberg-Marquardt (trust-region) damping rule on the gain ratio ρ of
 // DampingPolicy, with a floor relative to the batch's curvature scale μ:
@@ -90,6 +90,8 @@ type LMDamping struct {
 	// CurvatureFloor κ ≥ 0 sets the floor κ·μ of the damping relative to the batch's curvature
 	// scale μ (0: no floor but MinDamping).
 	CurvatureFloor float64
+	// NoiseFloor multiplies the floor by the noise-to-signal ratio ν of the batch gradient.
+	NoiseFloor bool
 }
 
 var _ DampingPolicy = LMDamping{}
@@ -105,9 +107,15 @@ func LevenbergMarquardt() LMDamping {
 func (LMDamping) Adaptive() bool { return true }
 func (LMDamping) String() string { return "lm" }
 
-func (p LMDamping) Damping(lambda, mu *Node) *Node {
+func (p LMDamping) Damping(lambda, mu, nu *Node) *Node {
 	if p.CurvatureFloor > 0 {
-		lambda = Max(lambda, MulScalar(ConvertDType(mu, lambda.DType()), p.CurvatureFloor))
+		floor := MulScalar(ConvertDType(mu, lambda.DType()), p.CurvatureFloor)
+		if p.NoiseFloor {
+			// μ·ν with μ = 0 (g = 0) is 0, whatever ν.
+			nu = ConvertDType(nu, lambda.DType())
+			floor = Where(GreaterThan(floor, ZerosLike(floor)), Mul(floor, nu), floor)
+		}
+		lambda = Max(lambda, floor)
 	}
 	return p.clamp(lambda)
 }
@@ -153,9 +161,10 @@ func (p LMDamping) Validate(lambda0 float64) error {
 type StepDamping struct {
 	// Used is the damping λ the direction was solved with, Next the state λ of the next step.
 	Used, Next *Node
-	// Curvature is the batch's curvature scale μ = gᵀH g/‖g‖² of DampingPolicy; nil when the step
-	// did not form it (a constant λ with a warm start).
-	Curvature *Node
+	// Curvature is the batch's curvature scale μ = gᵀH g/‖g‖² and Noise the noise-to-signal ratio
+	// ν of its gradient (DampingPolicy); nil when the step did not form them (a constant λ with a
+	// warm start).
+	Curvature, Noise *Node
 	// Predicted and Actual are the decreases m(0) − m(s) and L(w) − L(w + s) of DampingPolicy,
 	// Rho their ratio; nil for a policy that is not adaptive.
 	Predicted, Actual, Rho *Node
@@ -235,15 +244,20 @@ func (o *gnOptimizer) dampingState(scope *model.Scope, dtype dtypes.DType) *mode
 	return v
 }
 
-// dampingFn returns the damping λ a step solves with (a scalar of μ's dtype) from the batch's
-// curvature scale μ (see DampingPolicy).
-type dampingFn func(mu *Node) *Node
+// batchScale is what a step measures of its batch before it solves, to choose its damping (see
+// DampingPolicy): the curvature scale μ = gᵀH g/‖g‖² and the noise-to-signal ratio ν of the batch
+// gradient along its direction. Both are nil when the step did not form them (a constant λ with a
+// warm start).
+type batchScale struct{ curvature, noise *Node }
 
-// damping returns the λ of a direction as a scalar of dtype: fn(μ) when fn is not nil, else the
-// constant c.Damping.
-func (c Settings) damping(fn dampingFn, mu *Node, g *Graph, dtype dtypes.DType) *Node {
+// dampingFn returns the damping λ a step solves with from what it measured of its batch.
+type dampingFn func(batchScale) *Node
+
+// damping returns the λ of a direction as a scalar of dtype: fn(scale) when fn is not nil, else
+// the constant c.Damping.
+func (c Settings) damping(fn dampingFn, scale batchScale, g *Graph, dtype dtypes.DType) *Node {
 	if fn != nil {
-		return ConvertDType(fn(mu), dtype)
+		return ConvertDType(fn(scale), dtype)
 	}
 	return Scalar(g, dtype, c.Damping)
 }
@@ -257,13 +271,37 @@ func curvatureScale(num, den *Node) *Node {
 	return StopGradient(Where(LogicalAnd(positive, IsFinite(mu)), Max(mu, zero), zero))
 }
 
+// gradientNoise returns the noise-to-signal ratio of the batch gradient along its own direction,
+//
+//	ν = v / (ā² − v),      v = s²/b,
+//
+// from c (b), the examples' gradients along that direction up to one common factor: ā and s² are
+// their mean and sample variance, ā² estimates the squared norm of the batch gradient plus the
+// variance v of its mean, and v/(ā² − v) is the estimated variance over the estimated squared norm
+// of the gradient's expectation. ν is +∞ when that estimate is not positive (the batch gradient
+// is indistinguishable from noise), and 0 for b = 1, where no variance can be estimated.
+func gradientNoise(c *Node) *Node {
+	b := c.Shape().Dim(0)
+	g, dtype := c.Graph(), c.DType()
+	if b < 2 {
+		return ScalarZero(g, dtype)
+	}
+	mean := ReduceAllMean(c)
+	v := DivScalar(ReduceAllSum(Square(Sub(c, mean))), float64(b)*float64(b-1))
+	signal := Sub(Square(mean), v)
+	positive := GreaterThan(signal, ZerosLike(signal))
+	nu := Where(positive, Div(v, Where(positive, signal, OnesLike(signal))), Scalar(g, dtype, math.Inf(1)))
+	return StopGradient(Where(IsNaN(nu), Scalar(g, dtype, math.Inf(1)), nu))
+}
+
 // stepDamping returns the damping telemetry of the step from w = lin.Params() to updated = w + αd.
 // For an adaptive policy it measures ρ and sets the next λ, kept (the state, lambdaState) when
 // the step is not finite.
 func (o *gnOptimizer) stepDamping(lin Linearization, labels *Node, dir *Direction, alpha *Node, updated Vec,
 	lambdaState *Node) *StepDamping {
 	if !o.c.damping.Adaptive() {
-		return &StepDamping{Used: dir.lambda, Next: dir.lambda, Curvature: dir.curvature, Accepted: dir.Finite}
+		return &StepDamping{Used: dir.lambda, Next: dir.lambda, Curvature: dir.scale.curvature, Noise: dir.scale.noise,
+			Accepted: dir.Finite}
 	}
 	predicted, actual, trialLoss := measureStep(lin, labels, dir, alpha, updated, o.c.fgn)
 	rho := gainRatio(predicted, actual)
@@ -272,7 +310,8 @@ func (o *gnOptimizer) stepDamping(lin Linearization, labels *Node, dir *Directio
 	return &StepDamping{
 		Used:      dir.lambda,
 		Next:      keepUnless(dir.Finite, o.c.damping.Next(dir.lambda, rho), state),
-		Curvature: dir.curvature,
+		Curvature: dir.scale.curvature,
+		Noise:     dir.scale.noise,
 		Predicted: predicted,
 		Actual:    actual,
 		Rho:       rho,

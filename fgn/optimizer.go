@@ -254,7 +254,7 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 	}
 	var damping dampingFn
 	if lambdaState != nil {
-		damping = func(mu *Node) *Node { return o.c.damping.Damping(lambdaState, mu) }
+		damping = func(s batchScale) *Node { return o.c.damping.Damping(lambdaState, s.curvature, s.noise) }
 	}
 	var dir *Direction
 	if o.c.fgn {

@@ -61,9 +61,9 @@ func FGNDirection(lin Linearization, labels, u0 *Node, cfg Settings) *Direction 
 }
 
 // fgnDirection is FGNDirection with the damping λ chosen by damping from the batch's curvature
-// scale μ (see curvatureScale) when damping is not nil (cfg.Damping otherwise).
+// scale μ and gradient noise ν (batchScale) when damping is not nil (cfg.Damping otherwise).
 //
-// μ costs no product: K r̃ is the product of CG's first iteration, which starts from p_0 = r̃ and
+// They cost no product: K r̃ is the product of CG's first iteration, which starts from p_0 = r̃ and
 // takes it (cgSystem.rhsProduct); with a warm start it costs one JVP (matrix-free).
 func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dampingFn) *Direction {
 	cfg.mustValidateSolve()
@@ -80,7 +80,7 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dam
 	paramRule := cfg.CG.StoppingRule == StopParameterResidual
 	var backProject func(cgResult) Vec
 	var rKr *Node // r̃ᵀK r̃
-	// μ needs K r̃: CG's first product when it starts from zero, one JVP more otherwise.
+	// μ and ν need K r̃: CG's first product when it starts from zero, one JVP more otherwise.
 	needMu := u0 == nil || damping != nil
 	inLoop := inWhileLoop(lin)
 	if closed, ok := lin.(GramLinearization); ok && cfg.RowOperator == ClosedFormGram {
@@ -115,17 +115,20 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dam
 		}
 		backProject = func(sol cgResult) Vec { return vecScale(Scalar(g, dtype, -1), sol.LX) }
 	}
-	var mu *Node
+	var scale batchScale
 	if needMu {
 		// With g = J̃ᵀr̃/b and H_FGN = J̃ᵀJ̃/b (eq. 3.8): gᵀH g = ‖K r̃‖²/b³ and ‖g‖² = r̃ᵀK r̃/b².
-		mu = curvatureScale(vecDot(sys.rhsProduct, sys.rhsProduct), MulScalar(rKr, float64(b)))
+		scale.curvature = curvatureScale(vecDot(sys.rhsProduct, sys.rhsProduct), MulScalar(rKr, float64(b)))
+		// Example i's gradient along g is p_†,i J_i g/‖g‖ (eq. 2.11), and p_†,i J_i g = r̃_i (J̃g)_i =
+		// r̃_i (K r̃)_i/b: the b-vectors CG starts from.
+		scale.noise = gradientNoise(Mul(sys.rhs[0], sys.rhsProduct[0]))
 	}
-	lambda := cfg.damping(damping, mu, g, dtype)
+	lambda := cfg.damping(damping, scale, g, dtype)
 	sys.shift = MulScalar(lambda, float64(b))
 	sol := solveCG(sys, cfg.CG, inLoop)
 	dir := newDirection(backProject(sol), m, sol)
 	dir.rowRHS = w.rTilde
-	dir.lambda, dir.curvature = lambda, mu
+	dir.lambda, dir.scale = lambda, scale
 	return dir
 }
 

@@ -13,9 +13,10 @@ func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings) *Direct
 }
 
 // sgnDirection is SGNDirection with the damping λ chosen by damping from the batch's curvature
-// scale μ = gᵀH_GGN g/‖g‖² (see curvatureScale) when damping is not nil (cfg.Damping otherwise).
-// H_GGN g is the product of CG's first iteration, which starts from p_0 = −g and takes it
-// (cgSystem.rhsProduct); with a warm start μ costs one product more.
+// scale μ = gᵀH_GGN g/‖g‖² and gradient noise ν (batchScale) when damping is not nil (cfg.Damping
+// otherwise). H_GGN g is the product of CG's first iteration, which starts from p_0 = −g and takes
+// it (cgSystem.rhsProduct), and ν comes from its JVP; with a warm start they cost one product
+// more.
 func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, damping dampingFn) *Direction {
 	cfg.mustValidateSolve()
 	m := NewMargin(lin.Logits(), labels)
@@ -24,15 +25,18 @@ func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, damping
 	// −g = Jᵀ(y − p)/b: the scale and sign go into the b×C cotangent.
 	negGrad := lin.VJP(MulScalar(Sub(m.OneHot, probs), 1/b))
 	sys := cgSystem{curvature: ggnOperator(lin, probs), rhs: negGrad, x0: x0}
-	var mu *Node
+	var scale batchScale
 	if x0 == nil || damping != nil {
-		sys.rhsProduct = sys.curvature(negGrad)
-		mu = curvatureScale(vecDot(negGrad, sys.rhsProduct), vecDot(negGrad, negGrad))
+		jz := lin.JVP(negGrad) // −J_z g
+		sys.rhsProduct = ggnFromJVP(lin, probs, jz)
+		scale.curvature = curvatureScale(vecDot(negGrad, sys.rhsProduct), vecDot(negGrad, negGrad))
+		// Example i's gradient along −g is ∇_z ℓ_iᵀ(−J_z g)_i = (p_i − y_i)ᵀ(−J_z g)_i (eq. 2.11).
+		scale.noise = gradientNoise(ReduceSum(Mul(Sub(probs, m.OneHot), jz), -1))
 	}
-	sys.shift = cfg.damping(damping, mu, negGrad[0].Graph(), negGrad[0].DType())
+	sys.shift = cfg.damping(damping, scale, negGrad[0].Graph(), negGrad[0].DType())
 	sol := solveCG(sys, cfg.CG, inWhileLoop(lin))
 	dir := newDirection(sol.X, m, sol)
-	dir.lambda, dir.curvature = sys.shift, mu
+	dir.lambda, dir.scale = sys.shift, scale
 	return dir
 }
 
@@ -43,11 +47,12 @@ func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, damping
 // where the softmax covariance is applied per example as p⊙m - p (pᵀm), m = J_z v.
 // probs are the softmax probabilities (b×C).
 func ggnOperator(lin Linearization, probs *Node) func(v Vec) Vec {
-	invB := 1.0 / float64(probs.Shape().Dim(0))
-	return func(v Vec) Vec {
-		m := lin.JVP(v)
-		pm := Mul(probs, m)
-		cov := MulScalar(Sub(pm, Mul(probs, ExpandAxes(ReduceSum(pm, -1), -1))), invB)
-		return lin.VJP(cov)
-	}
+	return func(v Vec) Vec { return ggnFromJVP(lin, probs, lin.JVP(v)) }
+}
+
+// ggnFromJVP returns the GGN-vector product of ggnOperator from m = J_z v.
+func ggnFromJVP(lin Linearization, probs, m *Node) Vec {
+	pm := Mul(probs, m)
+	cov := MulScalar(Sub(pm, Mul(probs, ExpandAxes(ReduceSum(pm, -1), -1))), 1/float64(probs.Shape().Dim(0)))
+	return lin.VJP(cov)
 }

@@ -313,7 +313,7 @@ func TestLMTelemetryState(t *testing.T) {
 	for _, tc := range lmCases {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newOptModel(p, tc.mlp, false)
-			c := tc.opt().LearningRate(2).Damping(1e-2).CGMaxIterations(20)
+			c := tc.opt().LearningRate(3).Damping(1e-2).CGMaxIterations(20)
 			opt := c.Done()
 			scope := "/" + c.scopeName + "/"
 			rejected := int64(0)

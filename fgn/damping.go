@@ -101,7 +101,7 @@ var _ DampingPolicy = LMDamping{}
 // and the floor λ ≥ μ (CurvatureFloor 1), chosen on the model zoo (experiments/zoo, BENCHMARKS.md).
 func LevenbergMarquardt() LMDamping {
 	return LMDamping{LowerRho: 0.25, UpperRho: 0.75, Increase: 1.5, Decrease: 0.5, MinDamping: 1e-12, MaxDamping: 1e6,
-		CurvatureFloor: 1}
+		CurvatureFloor: 1, NoiseFloor: true}
 }
 
 func (LMDamping) Adaptive() bool { return true }

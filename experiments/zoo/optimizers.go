@@ -51,7 +51,32 @@ var Candidates = append([]Optimizer{
 	GN("SGN α=1 λ=0.1 lm", func() *fgn.GNConfig {
 		return fgn.SGN().LearningRate(1).Damping(0.1).DampingPolicy(fgn.LevenbergMarquardt())
 	}),
-}, adamGrid()...)
+}, append(floorCandidates(), adamGrid()...)...)
+
+// floorCandidates are FGN and SGN with Levenberg-Marquardt damping without a floor, with the
+// curvature floor κμ (κ = 1), and with the noise floor μν, and with the noise floor at a CG cap
+// of 2.
+func floorCandidates() []Optimizer {
+	var opts []Optimizer
+	for _, method := range []struct {
+		name string
+		new  func() *fgn.GNConfig
+	}{{"FGN", fgn.FGN}, {"SGN", fgn.SGN}} {
+		for _, c := range []struct {
+			name  string
+			kappa float64
+			noise bool
+			cg    int
+		}{{"lm", 0, false, 5}, {"lm+μ", 1, false, 5}, {"lm+μν", 1, true, 5}, {"lm+μν CG≤2", 1, true, 2}} {
+			opts = append(opts, GN(method.name+" "+c.name, func() *fgn.GNConfig {
+				p := fgn.LevenbergMarquardt()
+				p.CurvatureFloor, p.NoiseFloor = c.kappa, c.noise
+				return method.new().DampingPolicy(p).CGMaxIterations(c.cg)
+			}))
+		}
+	}
+	return opts
+}
 
 // Grid returns FGN and SGN at every combination of step size α, initial damping λ, damping
 // policy and CG cap, their other settings those of fgn.FGN() and fgn.SGN(), named

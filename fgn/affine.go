@@ -70,6 +70,10 @@ func newDenseHead(h, w, bias *Node, layout compute.DenseLayout, logits *Node) *A
 		exceptions.Panicf("fgn.NewDenseHead: need h (b×d), W (%s) and bias (C, or nil); got %s, %s (%s), %v",
 			map[int]string{0: "d×C", 1: "C×d"}[in], h.Shape(), w.Shape(), layout, biasShape(bias))
 	}
+	if h.Shape().Dim(1) == 0 {
+		exceptions.Panicf("fgn.NewDenseHead: the features have no columns (h is %s, d = 0): an affine head needs "+
+			"at least one feature", h.Shape())
+	}
 	a := &AffineHead{H: h, W: w, Bias: bias, Layout: layout}
 	if layout == compute.DenseLayoutInputOutputs {
 		a.HT = Transpose(h, 0, 1)

@@ -143,7 +143,8 @@ func (c *GNConfig) WarmStart(on bool) *GNConfig { c.s.WarmStart = on; return c }
 // linearisation. SGN ignores it.
 func (c *GNConfig) RowOperator(op RowOperator) *GNConfig { c.s.RowOperator = op; return c }
 
-// SaturationFloor sets the floor of FGN's whitening weights q (see Settings).
+// SaturationFloor sets the curvature weight below which FGN counts a row as saturated (see
+// Settings).
 func (c *GNConfig) SaturationFloor(q float64) *GNConfig { c.s.SaturationFloor = q; return c }
 
 // Scope sets the store scope under which the optimizer keeps its state.

@@ -26,9 +26,11 @@ type Settings struct {
 	// WarmStart starts CG from the previous step's solution: the previous direction for SGN, the
 	// previous row-space solution u for FGN (meaningful only for a fixed batch size).
 	WarmStart bool `json:"warm_start" yaml:"warm_start"`
-	// SaturationFloor is the floor q_min of FGN's whitening weights: rows are whitened with
-	// max(q_i, q_min), q_i = p_★p_†; 0 selects the square of the dtype's machine epsilon. See
-	// FGNDirection.
+	// SaturationFloor is the curvature weight q_min below which a row counts as saturated
+	// (q_i = p_★p_† < q_min): FGN's CG then takes its gradient start, which solves the damped
+	// system exactly whatever the rows' margins (see FGNDirection); it is also the floor of q in
+	// the reference of the whitened row stopping rule. 0 selects the square of the dtype's machine
+	// epsilon, below which r̃_i = √(p_†/p_★) exceeds 1/ε.
 	SaturationFloor float64 `json:"saturation_floor,omitempty" yaml:"saturation_floor,omitempty"`
 }
 

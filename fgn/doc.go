@@ -33,9 +33,10 @@
 //   - damping.go: damping policies, ConstantDamping (the paper's) and LevenbergMarquardt.
 //   - optimizer.go, loss.go: FGN and SGN as GoMLX optimizers (optimizer.Interface), with Loss as
 //     the trainer's loss; state lives in variables, so checkpoints restore it.
-//   - params.go: the hyper-parameters read from the model scope (Param*, GNConfig.FromScope);
-//     importing the package registers "fgn" and "sgn" in GoMLX's optimizer.KnownOptimizers, so
-//     optimizer.FromScope selects them.
+//   - params.go: the hyper-parameters read from the model scope (Param*, GNConfig.FromScope), which
+//     DeclareParams declares for GoMLX's -set flag; the step size is fgn_learning_rate, never
+//     GoMLX's learning_rate (Adam's scale). Importing the package registers "fgn" and "sgn" in
+//     GoMLX's optimizer.KnownOptimizers, so optimizer.FromScope selects them.
 //   - compat.go: the upstream GoMLX bugs worked around, one entry each with its reproduction test.
 //
 // Package fgn/paper exposes the quantities the solver computes internally (the operators of

@@ -23,8 +23,10 @@ import (
 // optimizer.Adam().Done() does (train.Trainer, train.Loop and its progress bar, checkpoints).
 //
 // Like Adam it steps the trainable variables of the scope it is given that the graph uses
-// (scope.IterVariables()), and keeps its state in variables (the warm-start vectors under its own
-// scope, GoMLX's global step and learning-rate variables), so a checkpoint restores it. Its
+// (scope.IterVariables()), and keeps its state in variables (the warm-start vectors, an adaptive
+// policy's λ and the count of skipped steps under its own scope, GoMLX's global step), so a
+// checkpoint restores it. Its step size α is its own (ParamLearningRate), not GoMLX's learning
+// rate, which holds a first-order optimizer's step. Its
 // curvature needs the batch's logits and labels, not only the loss:
 //
 //   - UpdateGraph(scope, g, loss), the Trainer's entry point, takes them from the graph, where
@@ -108,8 +110,11 @@ func (c *GNConfig) WithSettings(s Settings) *GNConfig { c.s = s; return c }
 // Settings returns the current settings.
 func (c *GNConfig) Settings() Settings { return c.s }
 
-// LearningRate sets the step size α > 0 (default 1; the paper's is 0.1). It is the initial value of GoMLX's
-// learning-rate variable (optimizer.LearningRateVar), which learning-rate schedules may change.
+// LearningRate sets the step size α > 0 (default 1; the paper's is 0.1). It is FGN's and SGN's own
+// (ParamLearningRate, "fgn_learning_rate"): they do not read GoMLX's learning-rate parameter or
+// variable (optimizer.ParamLearningRate, optimizer.LearningRateVar), which hold a first-order
+// optimizer's step (1e-3, 1e-4 for Adam) and which GoMLX's schedules (cosineschedule) set; see
+// ParamLearningRate.
 func (c *GNConfig) LearningRate(alpha float64) *GNConfig { c.s.LearningRate = alpha; return c }
 
 // Damping sets the damping λ > 0 (default 1, the paper's): the constant λ, or an adaptive
@@ -230,7 +235,7 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 	params := lin.Params()
 	vars := variablesOf(scope, g, params)
 	dtype := lin.Logits().DType()
-	alpha := optimizer.LearningRateVar(scope, dtype, o.c.s.LearningRate).NodeValue(g)
+	alpha := Scalar(g, dtype, o.c.s.LearningRate)
 	_ = optimizer.IncrementGlobalStep(g, dtype)
 	var warm []*model.Variable
 	var x0 Vec

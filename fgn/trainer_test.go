@@ -84,8 +84,8 @@ func (d repeatBatch) Iter() iter.Seq2[train.Batch, error] {
 	}
 }
 
-// TestCheckpointRestore checks that the optimizers' state (warm starts, global step, learning
-// rate, Levenberg-Marquardt damping) lives in variables that a GoMLX checkpoint restores:
+// TestCheckpointRestore checks that the optimizers' state (warm starts, global step,
+// Levenberg-Marquardt damping) lives in variables that a GoMLX checkpoint restores:
 // training 3 steps with train.Loop (and its progress bar), saving, restoring into a fresh store
 // and training one more step gives bit-identical variables to 4 uninterrupted steps.
 func TestCheckpointRestore(t *testing.T) {

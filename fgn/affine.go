@@ -152,6 +152,19 @@ func (a *AffineHead) MarginGram(gradS *Node) *Node {
 	return affineMarginGram(featureGram, gradS)
 }
 
+// gramCheaper reports whether forming the head's margin Gram in closed form and iterating on it
+// costs fewer multiply-adds than maxIter matrix-free CG iterations (the cost model of
+// CheaperRowOperator): b²(d + C) + (maxIter + 2)·b² against 2·maxIter·b·d·C, without b²d when
+// the feature Gram is given.
+func (a *AffineHead) gramCheaper(maxIter int) bool {
+	b, d, c, n := float64(a.H.Shape().Dim(0)), float64(a.H.Shape().Dim(1)), float64(a.logits.Shape().Dim(1)), float64(maxIter)
+	gram := b * b * (c + n + 2)
+	if a.FeatureGram == nil {
+		gram += b * b * d
+	}
+	return gram < 2*n*b*d*c
+}
+
 // FeatureGram returns h hᵀ + 1 (b×b) for features h (b×d): the Gram matrix of the affine-head
 // inputs (h_i, 1). With frozen features and static batches it is constant across epochs, so
 // callers may compute it once per batch and set it as AffineHead.FeatureGram.

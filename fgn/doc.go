@@ -7,7 +7,8 @@
 //
 // A method is an assembly of three independent choices, named the same way everywhere in this
 // repository: the curvature (FGN, or SGN, the full softmax GGN baseline), FGN's row operator
-// (ClosedFormGram or MatrixFree) and the linearisation (a closed form such as AffineHead, or
+// (ClosedFormGram or MatrixFree; by default, CheaperRowOperator takes the one that costs less for
+// the step's shapes) and the linearisation (a closed form such as AffineHead, or
 // autodiff with Linearize); for example "FGN (closed-form Gram)", "FGN (matrix-free)" and
 // "FGN (matrix-free, autodiff)".
 //

@@ -85,8 +85,8 @@ type GNConfig struct {
 // FGN returns the configuration of the FGN optimizer with the library's defaults, chosen to train
 // a model written with GoMLX's layers through train.Trainer without tuning (the model-zoo sweep
 // of experiments/zoo, BENCHMARKS.md): DefaultSettings (step size α = 1, at most 5 CG iterations
-// stopped on the parameter-space residual at tolerance 1e-5, the closed-form Gram whenever the
-// linearisation provides one, no warm start) and LevenbergMarquardt damping from λ = 1. The
+// stopped on the parameter-space residual at tolerance 1e-5, the cheaper of the closed-form Gram
+// and the matrix-free row operator, no warm start) and LevenbergMarquardt damping from λ = 1. The
 // paper's runs (sec. 5, app. F.2) keep λ = 1 constant with α = 0.1 and stop CG on the whitened
 // row residual: WithSettings(PaperSettings()).DampingPolicy(ConstantDamping{}) runs Algorithm 1
 // exactly. Its state lives under the store scope "/FGNOptimizer".
@@ -141,7 +141,8 @@ func (c *GNConfig) CGStoppingRule(rule StoppingRule) *GNConfig { c.s.CG.Stopping
 // meaningful only for a fixed batch size).
 func (c *GNConfig) WarmStart(on bool) *GNConfig { c.s.WarmStart = on; return c }
 
-// RowOperator sets how FGN applies its row operator (see FGNDirection): ClosedFormGram (default)
+// RowOperator sets how FGN applies its row operator (see FGNDirection): CheaperRowOperator
+// (default) takes whichever of the two below costs less for the step's shapes; ClosedFormGram
 // forms the b×b margin Gram once per step when the linearisation provides it in closed form (a
 // GramLinearization such as AffineHead: appendix F.2) and is matrix-free otherwise; MatrixFree
 // applies it by one VJP and one JVP of the margin map per CG iteration (eq. 4.8) on every
@@ -218,7 +219,7 @@ func (o *gnOptimizer) linearization(scope *model.Scope, g *Graph, rec *graphReco
 	head, why := recogniseAffineHead(rec.logits, autodiff.(*autodiffLinearization).walk)
 	if head != nil {
 		gram := ""
-		if o.c.fgn && o.c.s.RowOperator == ClosedFormGram {
+		if _, closed := o.c.s.closedFormGram(head); o.c.fgn && closed {
 			gram = " and the closed-form margin Gram"
 		}
 		klog.V(1).Infof("fgn: %s recognised an affine head over features that no trainable variable reaches: "+

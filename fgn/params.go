@@ -27,7 +27,7 @@ const (
 	ParamCGMaxIterations = "fgn_cg_max_iterations" // int: CGSettings.MaxIterations
 	ParamCGTolerance     = "fgn_cg_tolerance"      // float64: CGSettings.Tolerance
 	ParamCGStoppingRule  = "fgn_cg_stopping_rule"  // string or StoppingRule: "parameter" or "whitened-row"
-	ParamRowOperator     = "fgn_row_operator"      // string or RowOperator: "closed-form-gram" or "matrix-free"
+	ParamRowOperator     = "fgn_row_operator"      // string or RowOperator: "cheaper", "closed-form-gram" or "matrix-free"
 	ParamWarmStart       = "fgn_warm_start"        // bool: Settings.WarmStart
 	ParamSaturationFloor = "fgn_saturation_floor"  // float64: Settings.SaturationFloor
 )

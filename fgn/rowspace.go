@@ -69,8 +69,9 @@ func newWhitening(m *Margin, floor float64) whitening {
 // then taken one iteration fewer on w. A warm start u0 is not used on a saturated batch, and
 // Solution, the warm-start state, is then w.
 //
-// Row operator. With cfg.RowOperator = ClosedFormGram and a linearisation that forms its margin
-// Gram in closed form (a GramLinearization, e.g. AffineHead: appendix F.2), G is formed once per
+// Row operator. With cfg.RowOperator = ClosedFormGram (or CheaperRowOperator where the closed form
+// costs less, see RowOperator) and a linearisation that forms its margin Gram in closed form (a
+// GramLinearization, e.g. AffineHead: appendix F.2), G is formed once per
 // direction (b×b), CG iterates on b×b products in an in-graph While loop, and one VJP
 // back-projects. Otherwise (MatrixFree, or a linearisation without a closed-form Gram, e.g.
 // Linearize's autodiff) each CG iteration applies G matrix-free by one VJP and one JVP of the
@@ -119,7 +120,7 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, lambda *Nod
 	}
 	var backProject func(cgResult) Vec
 	inLoop := inWhileLoop(lin)
-	if closed, ok := lin.(GramLinearization); ok && cfg.RowOperator == ClosedFormGram {
+	if closed, ok := cfg.closedFormGram(lin); ok {
 		// G is formed outside CG, whose loop body then holds b×b products only, whatever the
 		// linearisation's own products are built from.
 		gram := closed.MarginGram(m.GradS)
@@ -153,6 +154,23 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, lambda *Nod
 	dir := newDirection(backProject(sol), m, sol)
 	dir.rowRHS = w.rTilde
 	return dir
+}
+
+// closedFormGram returns lin as a GramLinearization when the row operator of s forms its Gram in
+// closed form: ClosedFormGram on any GramLinearization, CheaperRowOperator on one whose closed form
+// costs less than the matrix-free products (AffineHead's cost model; any other GramLinearization's
+// closed form is taken).
+func (s Settings) closedFormGram(lin Linearization) (GramLinearization, bool) {
+	closed, ok := lin.(GramLinearization)
+	switch {
+	case !ok || s.RowOperator == MatrixFree:
+		return nil, false
+	case s.RowOperator == CheaperRowOperator:
+		if head, isHead := lin.(*AffineHead); isHead && !head.gramCheaper(s.CG.MaxIterations) {
+			return nil, false
+		}
+	}
+	return closed, true
 }
 
 // GramLinearization is a Linearization that can also form the margin Gram of its batch in closed

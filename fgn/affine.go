@@ -141,6 +141,17 @@ func (a *AffineHead) JVP(v Vec) *Node {
 // computed from a.H. It costs one b×b×C product, where the matrix-free row operator pays two
 // b×d×C products per CG iteration.
 func (a *AffineHead) MarginGram(gradS *Node) *Node {
+	return a.marginGram(gradS, nil)
+}
+
+// marginGram returns the margin Gram J M⁻¹ Jᵀ with the weights invM = (1/m_W, 1/m_bias) of W and
+// the bias (nil for an unweighted parameter, or for none: MarginGram), which a regularised step
+// damps apart (see fgnDirection):
+//
+//	G_ij = (h_i·h_j/m_W + 1/m_bias)(a_i·a_j) = (F_ij/m_W + 1/m_bias − 1/m_W)(a_i·a_j),
+//
+// F = h hᵀ + 1 the feature Gram (h hᵀ and G_ij = F_ij(a_i·a_j)/m_W for a head without bias).
+func (a *AffineHead) marginGram(gradS *Node, invM Vec) *Node {
 	featureGram := a.FeatureGram
 	switch {
 	case featureGram != nil:
@@ -148,6 +159,21 @@ func (a *AffineHead) MarginGram(gradS *Node) *Node {
 		featureGram = Einsum("id,jd->ij", a.H, a.H)
 	default:
 		featureGram = FeatureGram(a.H)
+	}
+	if invM != nil {
+		g, dtype := featureGram.Graph(), featureGram.DType()
+		weight := func(k int) *Node {
+			if invM[k] == nil {
+				return ScalarOne(g, dtype)
+			}
+			return ConvertDType(invM[k], dtype)
+		}
+		if invM[0] != nil {
+			featureGram = Mul(featureGram, weight(0))
+		}
+		if a.Bias != nil && (invM[0] != nil || invM[1] != nil) {
+			featureGram = Add(featureGram, Sub(weight(1), weight(0)))
+		}
 	}
 	return affineMarginGram(featureGram, gradS)
 }

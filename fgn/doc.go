@@ -34,6 +34,8 @@
 //   - damping.go: damping policies, ConstantDamping (the paper's) and LevenbergMarquardt.
 //   - optimizer.go, loss.go: FGN and SGN as GoMLX optimizers (optimizer.Interface), with Loss as
 //     the trainer's loss; state lives in variables, so checkpoints restore it.
+//     regularisation.go: the terms of GoMLX's L2 and L1 regularisers that the loss may add, which
+//     the step takes with their exact gradient and the L2 terms' Hessian (see Optimizer).
 //   - params.go: the hyper-parameters read from the model scope (Param*, GNConfig.FromScope), which
 //     DeclareParams declares for GoMLX's -set flag; the step size is fgn_learning_rate, never
 //     GoMLX's learning_rate (Adam's scale). Importing the package registers "fgn" and "sgn" in

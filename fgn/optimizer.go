@@ -26,8 +26,8 @@ import (
 // (scope.IterVariables()), and keeps its state in variables (the warm-start vectors, an adaptive
 // policy's λ and the count of skipped steps under its own scope, GoMLX's global step), so a
 // checkpoint restores it. Its step size α is its own (ParamLearningRate), not GoMLX's learning
-// rate, which holds a first-order optimizer's step. Its
-// curvature needs the batch's logits and labels, not only the loss:
+// rate, which holds a first-order optimizer's step. Its curvature needs the batch's logits and
+// labels, not only the loss:
 //
 //   - UpdateGraph(scope, g, loss), the Trainer's entry point, takes them from the graph, where
 //     Loss (the loss function to give the Trainer) records them. The logits are linearised with
@@ -40,10 +40,26 @@ import (
 //     on the walk of the graph that Linearize's forward mode takes, and a model that is not
 //     affine in its trainable variables is never taken for one. Any other logits are linearised
 //     by autodiff (Linearize). klog at V(1) logs which, and Direction.Linearization names it.
-//     It panics if loss is not the one Loss returned.
+//     loss may add GoMLX's regularisation terms to Loss's cross-entropy (see Regularised losses
+//     below); it panics, naming the term, on any other loss.
 //   - UpdateGraphWithLinearization(scope, lin, labels) is the entry point for a training step
 //     built by hand: lin.Params() must be the current values (v.NodeValue(g)) of exactly those
 //     trainable variables, in any order. It returns the step's Direction with its diagnostics.
+//
+// Regularised losses. GoMLX's layers add the terms of their regularisers to the loss the Trainer
+// minimises (the scope's l2_regularization and l1_regularization, KAN's ConstantL1, added with
+// train.AddRegularizationLoss): L2 terms c·‖w‖² and L1 terms c·‖A(w)‖₁ of an affine A. With R
+// their sum, the step solves (H + D + λI) d = −(g + ∇R), with the exact gradient ∇R and D the
+// exact Hessian of the L2 terms, 2c on each entry of the tensors they penalise. FGN keeps its
+// b-dimensional solve by the push-through identity, with M = I + D/λ per tensor:
+//
+//	(bλI + J̃M⁻¹J̃ᵀ) u = r̃ − J̃M⁻¹∇R/λ,      d = −M⁻¹(∇R/λ + J̃ᵀu),
+//
+// one JVP more per step (the affine head's closed-form Gram is weighted per tensor). The L1
+// terms, piecewise linear, have no Hessian where they are differentiable (almost everywhere):
+// they add their gradient (a subgradient, sign(0) = 0) and no curvature, and GoMLX's L1 zeroes
+// the weights below c after each step, as with any optimizer. An adaptive damping policy
+// measures the decrease of the whole loss.
 //
 // The step's graph must read the variables as inputs: mark it as a training graph
 // (scope.Store().SetTraining(g, true), as train.Trainer does) before reading them. Other graphs
@@ -183,8 +199,9 @@ func (c *GNConfig) Done() Optimizer {
 type gnOptimizer struct{ c GNConfig }
 
 // UpdateGraph implements optimizer.Interface: one step on the batch whose logits and labels Loss
-// recorded in g. loss must be the one Loss returned: the curvature is that of the softmax
-// cross-entropy alone, so another loss, or regularisation terms added to it, are rejected.
+// recorded in g. loss must be the one Loss returned, plus the terms of GoMLX's L2 and L1
+// regularisers (see Optimizer): the curvature is that of the softmax cross-entropy and of the L2
+// terms, so any other loss is rejected.
 func (o *gnOptimizer) UpdateGraph(scope *model.Scope, g *Graph, loss *Node) {
 	rec := recordOf(g)
 	switch {
@@ -194,12 +211,11 @@ func (o *gnOptimizer) UpdateGraph(scope *model.Scope, g *Graph, loss *Node) {
 	case rec.losses > 1:
 		exceptions.Panicf("fgn: fgn.Loss was called %d times in one graph; %s steps on one softmax cross-entropy",
 			rec.losses, o.c.name())
-	case loss != rec.loss:
-		exceptions.Panicf("fgn: the loss to minimise is not the one fgn.Loss returned (another loss, or regularisation "+
-			"terms added to it); %s's curvature is that of fgn.Loss's cross-entropy alone", o.c.name())
 	}
+	terms := lossTerms(loss, rec.loss, o.c.name())
 	lin, kind := o.linearization(scope, g, rec)
-	o.UpdateGraphWithLinearization(scope, lin, rec.labels).Linearization = kind
+	reg := recogniseRegularisation(terms, lin.Params(), o.c.name())
+	o.step(scope, lin, rec.labels, reg).Linearization = kind
 }
 
 // linearization returns the linearisation of the recorded logits that UpdateGraph steps on, and
@@ -219,7 +235,7 @@ func (o *gnOptimizer) linearization(scope *model.Scope, g *Graph, rec *graphReco
 	head, why := recogniseAffineHead(rec.logits, autodiff.(*autodiffLinearization).walk)
 	if head != nil {
 		gram := ""
-		if _, closed := o.c.s.closedFormGram(head); o.c.fgn && closed {
+		if _, closed := o.c.s.closedFormGram(head, false); o.c.fgn && closed {
 			gram = " and the closed-form margin Gram"
 		}
 		klog.V(1).Infof("fgn: %s recognised an affine head over features that no trainable variable reaches: "+
@@ -231,6 +247,12 @@ func (o *gnOptimizer) linearization(scope *model.Scope, g *Graph, rec *graphReco
 }
 
 func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linearization, labels *Node) *Direction {
+	return o.step(scope, lin, labels, nil)
+}
+
+// step is UpdateGraphWithLinearization on the loss L = (1/b)Σφ(s_i) + R with the regulariser reg
+// (nil for none).
+func (o *gnOptimizer) step(scope *model.Scope, lin Linearization, labels *Node, reg *regularisation) *Direction {
 	checkTrialLogits(lin, o.c.damping, o.c.name())
 	g := labels.Graph()
 	params := lin.Params()
@@ -259,9 +281,9 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 	}
 	var dir *Direction
 	if o.c.fgn {
-		dir = fgnDirection(lin, labels, first(x0), o.c.s, lambdaState)
+		dir = fgnDirection(lin, labels, first(x0), o.c.s, lambdaState, reg)
 	} else {
-		dir = sgnDirection(lin, labels, x0, o.c.s, lambdaState)
+		dir = sgnDirection(lin, labels, x0, o.c.s, lambdaState, reg)
 	}
 	// The step size is taken as 0 unless the direction is finite. keepUnless below is what
 	// discards a non-finite step (0·NaN is NaN); this makes the scaling α d wait for Finite's
@@ -272,7 +294,7 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 	for k, p := range params {
 		updated[k] = Add(p, Mul(ConvertDType(stepSize, p.DType()), dir.D[k]))
 	}
-	dir.Damping = o.stepDamping(lin, labels, dir, alpha, updated, lambdaState)
+	dir.Damping = o.stepDamping(lin, labels, dir, alpha, updated, lambdaState, reg)
 	// A step not taken (not finite, or rejected by an adaptive damping policy) changes nothing
 	// but an adaptive policy's λ.
 	for k, v := range warm {

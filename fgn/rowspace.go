@@ -2,6 +2,7 @@ package fgn
 
 import (
 	"math"
+	"slices"
 
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -95,12 +96,26 @@ func newWhitening(m *Margin, floor float64) whitening {
 // dominates ‖r̃‖ while q_i is tiny, and that test passes after one iteration far from the
 // solution. After a gradient start, e is the residual of w's system, which is that of u.
 func FGNDirection(lin Linearization, labels, u0 *Node, cfg Settings) *Direction {
-	return fgnDirection(lin, labels, u0, cfg, nil)
+	return fgnDirection(lin, labels, u0, cfg, nil, nil)
 }
 
 // fgnDirection is FGNDirection with the damping λ given by the scalar node lambda, an adaptive
-// policy's state, when not nil (cfg.Damping otherwise).
-func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, lambda *Node) *Direction {
+// policy's state, when not nil (cfg.Damping otherwise), for the loss L = (1/b)Σφ(s_i) + R with the
+// regulariser reg (nil for none).
+//
+// With a regulariser the damped system is (J̃ᵀJ̃/b + Λ) d = −(J̃ᵀr̃/b + g_R), Λ = λI + D = λM
+// (g_R = ∇R, D the Hessian of R's L2 terms, see regularisation). By the push-through identity
+// (Λ + J̃ᵀJ̃/b)⁻¹ = Λ⁻¹ − Λ⁻¹J̃ᵀ(bI + J̃Λ⁻¹J̃ᵀ)⁻¹J̃Λ⁻¹ it is still a b-dimensional solve,
+//
+//	(bλI + J̃M⁻¹J̃ᵀ) u = r̃ − t,   t = J̃M⁻¹g_R/λ,      d = −M⁻¹(g_R/λ + J̃ᵀu),
+//
+// one JVP more than without (t), and the same system for D = 0 and g_R = 0. CG takes the
+// factored operator J̃M⁻¹J̃ᵀ = LᵀL with L u = M^{-1/2}J̃ᵀu, or, in closed form, the Gram
+// G_M = J M⁻¹ Jᵀ with per-tensor weights (AffineHead: W and the bias damped apart). For a row
+// iterate u with residual e = r̃ − t − (bλI + J̃M⁻¹J̃ᵀ)u, (H + Λ)d + g = J̃ᵀe/b as without a
+// regulariser; the parameter stopping rule measures it in the M⁻¹-norm, ‖L e‖ = ‖M^{-1/2}J̃ᵀe‖,
+// relative to its value at u = 0 (d₀ = −Λ⁻¹g_R; the gradient's norm ‖J̃ᵀr̃‖ without regulariser).
+func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, lambda *Node, reg *regularisation) *Direction {
 	cfg.mustValidateSolve()
 	m := NewMargin(lin.Logits(), labels)
 	j := marginJacobian{lin: lin, gradS: m.GradS}
@@ -118,37 +133,71 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, lambda *Nod
 	if !paramRule {
 		sys.refNorm2 = vecDot(Vec{w.refRTilde}, Vec{w.refRTilde})
 	}
+	// unwhitenedRHS is Q'^{1/2} times the right-hand side: r, or r − Q'^{1/2}t with a regulariser.
+	unwhitenedRHS := m.PDagger
+	// invM and sqrtInvM hold 1/m_k and 1/√m_k per parameter, nil where m_k = 1; gradStep is
+	// M⁻¹g_R/λ, the regulariser's part of −d (nil without one).
+	var invM, sqrtInvM, gradStep Vec
+	if reg != nil {
+		lam := cfg.scaledLambda(lambda, g, dtype, 1)
+		invM = reg.inverseMetric(lam)
+		sqrtInvM = make(Vec, len(invM))
+		for k, x := range invM {
+			if x != nil {
+				sqrtInvM[k] = Sqrt(x)
+			}
+		}
+		gradStep = scaleEach(reg.grad, invM)
+		for k, x := range gradStep {
+			if x != nil {
+				gradStep[k] = Div(x, ConvertDType(lam, x.DType()))
+			}
+		}
+		t := Mul(w.sqrtQ, j.jvp(orZerosLike(gradStep, reg.params)))
+		sys.rhs = Vec{Sub(w.rTilde, t)}
+		unwhitenedRHS = Sub(m.PDagger, Mul(w.sqrtQ, t))
+	}
 	var backProject func(cgResult) Vec
 	inLoop := inWhileLoop(lin)
-	if closed, ok := cfg.closedFormGram(lin); ok {
-		// G is formed outside CG, whose loop body then holds b×b products only, whatever the
+	if closed, ok := cfg.closedFormGram(lin, slices.ContainsFunc(invM, func(x *Node) bool { return x != nil })); ok {
+		// G (G_M) is formed outside CG, whose loop body then holds b×b products only, whatever the
 		// linearisation's own products are built from.
-		gram := closed.MarginGram(m.GradS)
+		var gram *Node
+		if head, isHead := lin.(*AffineHead); isHead {
+			gram = head.marginGram(m.GradS, invM)
+		} else {
+			gram = closed.MarginGram(m.GradS)
+		}
 		sys.curvature = func(v Vec) Vec { return Vec{Mul(w.sqrtQ, MatMul(gram, Mul(w.sqrtQ, v[0])))} }
 		if paramRule {
+			// ‖L rhs‖² = (Q'^{1/2}rhs)ᵀ G (Q'^{1/2}rhs): ‖Jᵀr‖² = rᵀG r without a regulariser.
 			sys.curvatureNorm = true
-			sys.refNorm2 = ReduceAllSum(Mul(m.PDagger, MatMul(gram, m.PDagger))) // ‖Jᵀr‖² = rᵀG r
+			sys.refNorm2 = ReduceAllSum(Mul(unwhitenedRHS, MatMul(gram, unwhitenedRHS)))
 		}
-		// d = −J̃ᵀu = −Jᵀ(Q'^{1/2}u), with Q'^{1/2}u₀ = r/(bλ) after a gradient start: the sign goes
-		// into the b-vector, not over the parameter-space result.
+		// d = −M⁻¹(g_R/λ + J̃ᵀu) = −M⁻¹(g_R/λ + Jᵀ(Q'^{1/2}u)), with Q'^{1/2}u₀ = Q'^{1/2}rhs/(bλ)
+		// after a gradient start: the sign goes into the b-vector, not over the parameter-space
+		// result.
 		backProject = func(sol cgResult) Vec {
 			v := Mul(w.sqrtQ, sol.X[0])
-			start := Where(sol.FromGradientStart, Div(m.PDagger, sys.shift), ZerosLike(v))
-			return j.vjp(Neg(Add(v, start)))
+			start := Where(sol.FromGradientStart, Div(unwhitenedRHS, sys.shift), ZerosLike(v))
+			return subtract(scaleEach(j.vjp(Neg(Add(v, start))), invM), gradStep)
 		}
 		inLoop = true
 	} else {
-		// K = J̃ J̃ᵀ given factored by J̃ᵀu = Jᵀ(Q'^{1/2} u) and J̃ β = Q'^{1/2} J β, so that CG
-		// reuses its VJPs: J̃ᵀr̃ = Jᵀr is both its first product and the stopping rule's reference,
-		// and it accumulates J̃ᵀu, the back-projection.
-		sys.factor = func(u Vec) Vec { return j.vjp(Mul(w.sqrtQ, u[0])) }
-		sys.cofactor = func(beta Vec) Vec { return Vec{Mul(w.sqrtQ, j.jvp(beta))} }
+		// K = J̃M⁻¹J̃ᵀ given factored by L u = M^{-1/2}Jᵀ(Q'^{1/2} u) and Lᵀβ = Q'^{1/2} J M^{-1/2}β,
+		// so that CG reuses its VJPs: L rhs (J̃ᵀr̃ = Jᵀr without a regulariser) is both its first
+		// product and the stopping rule's reference, and it accumulates L u, whence the
+		// back-projection d = −M^{-1/2}(L u) − M⁻¹g_R/λ.
+		sys.factor = func(u Vec) Vec { return scaleEach(j.vjp(Mul(w.sqrtQ, u[0])), sqrtInvM) }
+		sys.cofactor = func(beta Vec) Vec { return Vec{Mul(w.sqrtQ, j.jvp(scaleEach(beta, sqrtInvM)))} }
 		sys.factorRHS = sys.factor(sys.rhs)
 		if paramRule {
 			sys.curvatureNorm = true
 			sys.refNorm2 = vecDot(sys.factorRHS, sys.factorRHS)
 		}
-		backProject = func(sol cgResult) Vec { return vecScale(Scalar(g, dtype, -1), sol.LX) }
+		backProject = func(sol cgResult) Vec {
+			return subtract(vecScale(Scalar(g, dtype, -1), scaleEach(sol.LX, sqrtInvM)), gradStep)
+		}
 	}
 	sol := solveCG(sys, cfg.CG, inLoop)
 	dir := newDirection(backProject(sol), m, sol)
@@ -160,10 +209,14 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, lambda *Nod
 // closed form: ClosedFormGram on any GramLinearization, CheaperRowOperator on one whose closed form
 // costs less than the matrix-free products (AffineHead's cost model; any other GramLinearization's
 // closed form is taken).
-func (s Settings) closedFormGram(lin Linearization) (GramLinearization, bool) {
+//
+// With metric (a regulariser's L2 terms damp the parameters apart, see fgnDirection) only an
+// AffineHead forms its Gram in closed form (G_M, with per-tensor weights).
+func (s Settings) closedFormGram(lin Linearization, metric bool) (GramLinearization, bool) {
 	closed, ok := lin.(GramLinearization)
+	_, isHead := lin.(*AffineHead)
 	switch {
-	case !ok || s.RowOperator == MatrixFree:
+	case !ok || s.RowOperator == MatrixFree || metric && !isHead:
 		return nil, false
 	case s.RowOperator == CheaperRowOperator:
 		if head, isHead := lin.(*AffineHead); isHead && !head.gramCheaper(s.CG.MaxIterations) {

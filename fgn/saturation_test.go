@@ -27,7 +27,7 @@ func saturatedProblem(scale float64, all bool) *problem {
 	return p
 }
 
-// TestSaturatedRowsExact checks that with saturated rows (features ×1e4, ×1e6, ×1e12: margins
+// TestSaturatedStep checks that with saturated rows (features ×1e4, ×1e6, ×1e12: margins
 // that large, q_i below every dtype's range, ‖J_i‖ ≈ the scale) the FGN direction of every path
 // (closed-form Gram, matrix-free, autodiff, and the optimizer's step) agrees with the dense damped
 // solve −(H_FGN + λI)⁻¹g of explicitAffine, the independent float64 reference: to 1e-12 relative in
@@ -35,7 +35,7 @@ func saturatedProblem(scale float64, all bool) *problem {
 // row saturated the others' curvature couples the saturated rows' gradient into the step. A floor
 // q_min under q would add q_min‖J_i‖²/(bλ) per saturated row to the curvature, far above both
 // tolerances at these scales.
-func TestSaturatedRowsExact(t *testing.T) {
+func TestSaturatedStep(t *testing.T) {
 	type path struct {
 		name string
 		dir  func(in []*Node, cfg Settings) *Direction

@@ -18,7 +18,7 @@ import (
 // relative to λ unless ‖J_i‖² exceeds ε·bλ/ν (about 1e31·bλ in float32).
 //
 // A batch is saturated when some q_i is below the floor q_min (Settings.SaturationFloor): r̃ then
-// spans more than the dtype's relative precision (r̃_i > 1/√q_min against r̃_j ≤ 2 at the decision
+// spans more than the dtype's relative precision (r̃_i > 1/√q_min against r̃_j = 1 at the decision
 // boundary), and the solve takes CG's gradient start (see FGNDirection).
 type whitening struct {
 	sqrtQ     *Node // √q'_i = max(√q_i, ν)

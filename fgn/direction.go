@@ -18,6 +18,9 @@ type Direction struct {
 	// Residual is the relative residual that CG's stopping rule compared with the tolerance, for
 	// the returned direction: ‖(H + λI) d + g‖/‖g‖ for SGN and for FGN with
 	// StopParameterResidual, ‖e‖/‖r̃‖ in FGN's whitened row space with StopWhitenedRowResidual.
+	// On a regularised loss (see Optimizer) g and H include the regulariser's gradient and L2
+	// Hessian D, and FGN measures the parameter residual in the norm ‖x‖² = Σ_k ‖x_k‖²/m_k,
+	// m_k = 1 + D_k/λ, relative to its value at d₀ = −(λI + D)⁻¹∇R, where its row solve starts.
 	Residual *Node
 	// MeanPDagger and MeanXi are the batch means of p_† and ξ (scalars).
 	MeanPDagger, MeanXi *Node

@@ -187,13 +187,20 @@ func (m *optModel) regularisedStep(t *testing.T, opt Optimizer, p *problem, rc r
 // regularisers (regCases) against the dense damped solve d = −(H + D + λI)⁻¹(g + ∇R) of
 // explicitAffine, the independent float64 reference, with ∇R and D (the Hessian of the L2 terms;
 // 0 for L1 terms) computed on the host: for FGN's closed-form Gram on the recognised head (W and
-// bias damped apart), the matrix-free products, autodiff, and SGN, to 1e-8 relative. With a
-// Levenberg-Marquardt step it checks the telemetry: the predicted decrease −(sᵀ(g + ∇R) +
-// ½ sᵀ(H + D)s) and the actual decrease of the whole loss, L + R, evaluated on the host.
+// bias damped apart), the matrix-free products, autodiff, and SGN, to 1e-8 relative, on a random
+// batch and on one whose every other row is saturated (features ×1e4: FGN's gradient start with a
+// regulariser). With a Levenberg-Marquardt step on the random batch it checks the telemetry: the
+// predicted decrease −(sᵀ(g + ∇R) + ½ sᵀ(H + D)s) and the actual decrease of the whole loss,
+// L + R, evaluated on the host.
 func TestRegularizedStepMatchesDense(t *testing.T) {
 	const lambda = 0.3
-	p := newProblem(51, 7, 5, 4, 0, 1)
-	e := newExplicitAffine(p)
+	random := newProblem(51, 7, 5, 4, 0, 1)
+	saturated := newProblem(51, 7, 5, 4, 0, 1)
+	for i := 0; i < saturated.b; i += 2 {
+		for k := range saturated.h[i] {
+			saturated.h[i][k] *= 1e4
+		}
+	}
 	exact := func(c *GNConfig) *GNConfig {
 		return c.Damping(lambda).LearningRate(1).CGMaxIterations(60).CGTolerance(1e-14).DampingPolicy(ConstantDamping{})
 	}
@@ -209,33 +216,42 @@ func TestRegularizedStepMatchesDense(t *testing.T) {
 		{"SGN", exact(SGN()), true, func(a *AffineHead) Linearization { return a }},
 	}
 	for _, rc := range regCases {
-		gradR, hess := rc.grad(p), rc.hessian(p)
-		for _, as := range assemblies {
-			t.Run(rc.name+"/"+as.name, func(t *testing.T) {
-				curvature := e.fgn
-				if as.sgn {
-					curvature = e.ggn
-				}
-				h := mat.NewSymDense(e.n, nil)
-				h.CopySym(curvature)
-				rhs := mat.NewVecDense(e.n, nil)
-				for k := range e.n {
-					h.SetSym(k, k, h.At(k, k)+hess[k]+lambda)
-					rhs.SetVec(k, -e.grad.AtVec(k)-gradR[k])
-				}
-				var chol mat.Cholesky
-				if !chol.Factorize(h) {
-					t.Fatal("H + D + λI is not positive definite")
-				}
-				var want mat.VecDense
-				if err := chol.SolveVecTo(&want, rhs); err != nil {
-					t.Fatal(err)
-				}
-				m := newOptModel(p, false, false)
-				got, _, _ := m.regularisedStep(t, as.opt.Done(), p, rc, as.lin)
-				check(t, "direction vs dense −(H + D + λI)⁻¹(g + ∇R)", ref.RelErr(got, want.RawVector().Data), 1e-8)
-			})
+		for _, pc := range []struct {
+			name string
+			p    *problem
+		}{{"random", random}, {"saturated", saturated}} {
+			p := pc.p
+			e := newExplicitAffine(p)
+			gradR, hess := rc.grad(p), rc.hessian(p)
+			for _, as := range assemblies {
+				t.Run(rc.name+"/"+pc.name+"/"+as.name, func(t *testing.T) {
+					curvature := e.fgn
+					if as.sgn {
+						curvature = e.ggn
+					}
+					h := mat.NewSymDense(e.n, nil)
+					h.CopySym(curvature)
+					rhs := mat.NewVecDense(e.n, nil)
+					for k := range e.n {
+						h.SetSym(k, k, h.At(k, k)+hess[k]+lambda)
+						rhs.SetVec(k, -e.grad.AtVec(k)-gradR[k])
+					}
+					var chol mat.Cholesky
+					if !chol.Factorize(h) {
+						t.Fatal("H + D + λI is not positive definite")
+					}
+					var want mat.VecDense
+					if err := chol.SolveVecTo(&want, rhs); err != nil {
+						t.Fatal(err)
+					}
+					m := newOptModel(p, false, false)
+					got, _, _ := m.regularisedStep(t, as.opt.Done(), p, rc, as.lin)
+					check(t, "direction vs dense −(H + D + λI)⁻¹(g + ∇R)", ref.RelErr(got, want.RawVector().Data), 1e-8)
+				})
+			}
 		}
+		p, e := random, newExplicitAffine(random)
+		gradR, hess := rc.grad(p), rc.hessian(p)
 		t.Run(rc.name+"/Levenberg-Marquardt telemetry", func(t *testing.T) {
 			const alpha = 0.7
 			m := newOptModel(p, false, false)

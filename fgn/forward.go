@@ -1,12 +1,12 @@
 package fgn
 
 import (
-	"unsafe"
 	"fmt"
 	"math"
 	"reflect"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/shapes"

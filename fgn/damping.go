@@ -63,59 +63,59 @@ func (ConstantDamping) Validate(lambda0 float64) error   { return nil }
 func (ConstantDamping) String() string                   { return "constant" }
 
 // LMDamping is the Levenberg-Marquardt (trust-region) damping rule on the gain ratio ρ of
-// DampingPolicy, with a floor relative to the batch's curvature scale μ:
+// DampingPolicy, with a floor set by the noise of the batch gradient:
 //
-//	λ_used  = clamp(max(λ_k, CurvatureFloor·μ_k), MinDamping, MaxDamping),
+//	λ_used  = clamp(max(λ_k, NoiseFloor·μ_k·min(ν_k, 1)), MinDamping, MaxDamping),
 //	λ_{k+1} = clamp(Increase·λ_used, MinDamping, MaxDamping)   if ρ_k < LowerRho or ρ_k is NaN,
 //	λ_{k+1} = clamp(Decrease·λ_used, MinDamping, MaxDamping)   if ρ_k > UpperRho,
-//	λ_{k+1} = λ_used                                            otherwise.
+//	λ_{k+1} = λ_used                                            otherwise,
 //
-// A poor agreement between the loss and its quadratic model (small ρ, or a step that increases
-// the loss: ρ < 0) shrinks the trust region by raising λ, which pulls d towards −g/λ; a good one
-// lets λ fall towards the undamped Gauss-Newton step.
+// with μ and ν the batch's curvature scale and gradient noise of DampingPolicy. A poor agreement
+// between the loss and its quadratic model (small ρ, or a step that increases the loss: ρ < 0)
+// shrinks the trust region by raising λ, which pulls d towards −g/λ; a good one lets λ fall
+// towards the undamped Gauss-Newton step. Create it with LevenbergMarquardt.
 //
 // The floor. ρ is measured on the batch the step was solved on, and a Gauss-Newton model of one
 // batch has rank at most b (FGN) or b(C−1) (SGN): as λ → 0 the step fits the batch ever more
-// exactly, which its own ρ rewards, while its component along the model's small eigenvalues,
-// amplified by 1/λ, is noise for every other batch. CurvatureFloor·μ keeps λ at the scale of the
-// model's curvature along the gradient, whatever the model's parametrisation: the damped step
-// along g is at most 1/(1 + CurvatureFloor) of the model's Newton step along g. Create it with
-// LevenbergMarquardt.
+// exactly, which its own ρ rewards, while the batch gradient's noise, amplified by 1/λ along the
+// model's small eigenvalues, is noise for every other batch. Along the gradient the right damping
+// is known: with a batch gradient ĝ whose expectation g is estimated with variance v along ĝ, a
+// step −t ĝ on a quadratic of curvature μ along ĝ minimises the expected loss
+// −t gᵀĝ + ½μt²‖ĝ‖² at t = ‖g‖²/(μ(‖g‖² + v)) = 1/(μ + μν), ν = v/‖g‖²: the damping μν. The floor
+// keeps λ there, capped at μ (ν ≤ 1: the damped step along ĝ at least half the model's Newton
+// step), so that a batch whose gradient is indistinguishable from noise does not stall training;
+// the gain ratio rules above that. ν is estimated from the batch's own examples, as if they were
+// a sample of the training set: a batch that is the whole training set keeps the floor its
+// examples' spread sets, trading the rule's fast final convergence on that set for steps that
+// generalise.
 type LMDamping struct {
 	LowerRho, UpperRho float64 // 0 < LowerRho ≤ UpperRho
 	Increase           float64 // > 1
 	Decrease           float64 // in (0, 1)
 	// MinDamping ≤ the optimizer's initial Damping ≤ MaxDamping, 0 < MinDamping.
 	MinDamping, MaxDamping float64
-	// CurvatureFloor κ ≥ 0 sets the floor κ·μ of the damping relative to the batch's curvature
-	// scale μ (0: no floor but MinDamping).
-	CurvatureFloor float64
-	// NoiseFloor multiplies the floor by the noise-to-signal ratio ν of the batch gradient.
-	NoiseFloor bool
+	// NoiseFloor κ ≥ 0 scales the floor κ·μ·min(ν, 1) (0: no floor but MinDamping).
+	NoiseFloor float64
 }
 
 var _ DampingPolicy = LMDamping{}
 
 // LevenbergMarquardt returns the Levenberg-Marquardt damping policy with the ρ thresholds and
 // factors of somax's trust_region damping (ρ < 0.25 → λ·1.5, ρ > 0.75 → λ·0.5), λ ∈ [1e-12, 1e6],
-// and the floor λ ≥ μ (CurvatureFloor 1), chosen on the model zoo (experiments/zoo, BENCHMARKS.md).
+// and the noise floor at NoiseFloor 1, chosen on the model zoo (experiments/zoo, BENCHMARKS.md).
 func LevenbergMarquardt() LMDamping {
 	return LMDamping{LowerRho: 0.25, UpperRho: 0.75, Increase: 1.5, Decrease: 0.5, MinDamping: 1e-12, MaxDamping: 1e6,
-		CurvatureFloor: 1, NoiseFloor: true}
+		NoiseFloor: 1}
 }
 
 func (LMDamping) Adaptive() bool { return true }
 func (LMDamping) String() string { return "lm" }
 
 func (p LMDamping) Damping(lambda, mu, nu *Node) *Node {
-	if p.CurvatureFloor > 0 {
-		floor := MulScalar(ConvertDType(mu, lambda.DType()), p.CurvatureFloor)
-		if p.NoiseFloor {
-			// μ·ν with μ = 0 (g = 0) is 0, whatever ν.
-			nu = ConvertDType(nu, lambda.DType())
-			floor = Where(GreaterThan(floor, ZerosLike(floor)), Mul(floor, nu), floor)
-		}
-		lambda = Max(lambda, floor)
+	if p.NoiseFloor > 0 {
+		dtype := lambda.DType()
+		nu = Min(ConvertDType(nu, dtype), OnesLike(lambda))
+		lambda = Max(lambda, MulScalar(Mul(ConvertDType(mu, dtype), nu), p.NoiseFloor))
 	}
 	return p.clamp(lambda)
 }
@@ -147,8 +147,8 @@ func (p LMDamping) Validate(lambda0 float64) error {
 	case !(p.MinDamping > 0 && p.MinDamping <= p.MaxDamping) || !finite(p.MaxDamping):
 		return fmt.Errorf("fgn: Levenberg-Marquardt λ bounds must satisfy 0 < min ≤ max < ∞, got %g and %g",
 			p.MinDamping, p.MaxDamping)
-	case !(p.CurvatureFloor >= 0) || !finite(p.CurvatureFloor):
-		return fmt.Errorf("fgn: Levenberg-Marquardt curvature floor must be finite and ≥ 0, got %g", p.CurvatureFloor)
+	case !(p.NoiseFloor >= 0) || !finite(p.NoiseFloor):
+		return fmt.Errorf("fgn: Levenberg-Marquardt noise floor must be finite and ≥ 0, got %g", p.NoiseFloor)
 	case !(lambda0 >= p.MinDamping && lambda0 <= p.MaxDamping):
 		return fmt.Errorf("fgn: initial damping λ = %g is outside the Levenberg-Marquardt bounds [%g, %g]",
 			lambda0, p.MinDamping, p.MaxDamping)

@@ -29,9 +29,9 @@ var lmCases = []struct {
 
 // lmStep is one optimizer step's telemetry, with the flattened direction and parameters.
 type lmStep struct {
-	loss, lambda, next, mu, predicted, actual, rho float64
-	accepted                                       bool
-	d, before, after                               []float64
+	loss, lambda, next, mu, nu, predicted, actual, rho float64
+	accepted                                           bool
+	d, before, after                                   []float64
 }
 
 // lmSteps runs n steps of opt (an adaptive policy) on the problem's batch.
@@ -41,8 +41,8 @@ func (m *optModel) lmSteps(t *testing.T, opt Optimizer, p *problem, n int) []lmS
 		scope.Store().SetTraining(h.Graph(), true) // a step graph: the variables are its inputs
 		dir := opt.UpdateGraphWithLinearization(scope, m.lin(h), labels)
 		dd := dir.Damping
-		return []*Node{dir.Loss, dd.Used, dd.Next, dd.Curvature, dd.Predicted, dd.Actual, dd.Rho, flattenVec(dir.D),
-			dd.Accepted}
+		return []*Node{dir.Loss, dd.Used, dd.Next, dd.Curvature, dd.Noise, dd.Predicted, dd.Actual, dd.Rho,
+			flattenVec(dir.D), dd.Accepted}
 	})
 	steps := make([]lmStep, n)
 	for k := range steps {
@@ -51,12 +51,12 @@ func (m *optModel) lmSteps(t *testing.T, opt Optimizer, p *problem, n int) []lmS
 		if err != nil {
 			t.Fatalf("step %d: %+v", k, err)
 		}
-		v := make([]float64, 7)
+		v := make([]float64, 8)
 		for i := range v {
 			v[i] = flat64(out[i])[0]
 		}
-		steps[k] = lmStep{loss: v[0], lambda: v[1], next: v[2], mu: v[3], predicted: v[4], actual: v[5], rho: v[6],
-			d: flat64(out[7]), accepted: tensors.ToScalar[bool](out[8]), before: before, after: m.flatParams()}
+		steps[k] = lmStep{loss: v[0], lambda: v[1], next: v[2], mu: v[3], nu: v[4], predicted: v[5], actual: v[6],
+			rho: v[7], d: flat64(out[8]), accepted: tensors.ToScalar[bool](out[9]), before: before, after: m.flatParams()}
 	}
 	return steps
 }
@@ -90,7 +90,8 @@ func batchLoss(t *testing.T, p *problem, mlp bool, w []float64) float64 {
 }
 
 // TestLMDecreasesMatchDense checks an LM step's telemetry against float64 dense references: the
-// curvature scale μ = gᵀH g/‖g‖² and the damping max(λ, κμ) the step was solved with, the
+// curvature scale μ = gᵀH g/‖g‖², the gradient noise ν from the examples' gradients along g, the
+// damping max(λ, κμ·min(ν, 1)) the step was solved with, the
 // predicted decrease −(α gᵀd + ½α² dᵀH d) with g and H = H_FGN or H_GGN from the dense forms (newDense), the
 // actual decrease L(w) − L(w + αd) evaluated at the stepped parameters, and ρ their ratio.
 func TestLMDecreasesMatchDense(t *testing.T) {
@@ -116,7 +117,9 @@ func TestLMDecreasesMatchDense(t *testing.T) {
 				}
 			}
 			check(t, "curvature scale μ vs dense gᵀHg/‖g‖²", math.Abs(s.mu-ghg/gg)/(ghg/gg), 1e-10)
-			wantLambda := math.Max(lambda, LevenbergMarquardt().CurvatureFloor*ghg/gg)
+			nu := denseNoise(dn, p.b)
+			check(t, "gradient noise ν vs dense", math.Abs(s.nu-nu)/nu, 1e-10)
+			wantLambda := math.Max(lambda, LevenbergMarquardt().NoiseFloor*ghg/gg*math.Min(nu, 1))
 			check(t, "damping solved with vs max(λ, κμ)", math.Abs(s.lambda-wantLambda)/wantLambda, 1e-10)
 			predicted := -(alpha*gd + 0.5*alpha*alpha*dhd)
 			check(t, "predicted decrease vs dense", math.Abs(s.predicted-predicted)/math.Abs(predicted), 1e-10)
@@ -180,13 +183,13 @@ func TestLMAdapts(t *testing.T) {
 				}
 				if k+1 < steps {
 					next := trace[k+1]
-					used := math.Max(s.next, policy.CurvatureFloor*next.mu)
-					if next.mu*policy.CurvatureFloor > s.next {
+					floor := policy.NoiseFloor * next.mu * math.Min(next.nu, 1)
+					if floor > s.next {
 						floored++
 					}
-					if next.lambda != used {
-						t.Errorf("step %d solved with λ %g, want max(%g set by the previous step, κμ = %g·%g)",
-							k+1, next.lambda, s.next, policy.CurvatureFloor, next.mu)
+					if want := math.Max(s.next, floor); math.Abs(next.lambda-want) > 1e-15*want {
+						t.Errorf("step %d solved with λ %g, want max(%g set by the previous step, κμ·min(ν, 1) = %g·%g·%g)",
+							k+1, next.lambda, s.next, policy.NoiseFloor, next.mu, math.Min(next.nu, 1))
 					}
 				}
 				if s.accepted != (s.actual >= 0) {
@@ -333,4 +336,32 @@ func TestLMTelemetryState(t *testing.T) {
 			}
 		})
 	}
+}
+
+// denseNoise returns the gradient noise ν = v/(ā² − v) of the batch from the dense margin
+// Jacobian: the examples' gradients of the mean cross-entropy, p_†,i J_i (eq. 2.11), taken along
+// the batch gradient g, have mean ā = ‖g‖ and sample variance s², v = s²/b (+∞ when ā² ≤ v).
+func denseNoise(dn denseOut, b int) float64 {
+	gg := 0.0
+	for _, x := range dn.grad {
+		gg += x * x
+	}
+	norm := math.Sqrt(gg)
+	a := make([]float64, b)
+	var mean float64
+	for i := range a {
+		for k := range dn.d {
+			a[i] += dn.pDagger[i] * dn.js[i*dn.d+k] * dn.grad[k] / norm
+		}
+		mean += a[i] / float64(b)
+	}
+	var s2 float64
+	for _, x := range a {
+		s2 += (x - mean) * (x - mean) / float64(b-1)
+	}
+	v := s2 / float64(b)
+	if mean*mean <= v {
+		return math.Inf(1)
+	}
+	return v / (mean*mean - v)
 }

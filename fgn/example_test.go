@@ -66,7 +66,7 @@ func Example_trainer() {
 		}
 		return layer("2", Tanh(layer("1", x, w1)), w2)
 	}
-	opt := fgn.FGN().Damping(0.1).Done() // α = 1, λ from 0.1 by Levenberg-Marquardt (at least μ), CG ≤ 5 iterations
+	opt := fgn.FGN().Damping(0.1).Done() // α = 1, λ from 0.1 by Levenberg-Marquardt, CG ≤ 5 iterations
 	trainer := train.NewTrainer(be, model.NewStore(), mlp, fgn.Loss, opt, nil, nil)
 	for i := range 60 {
 		batch := train.Batch{Inputs: []*tensors.Tensor{tensors.FromValue(x)}, Labels: []*tensors.Tensor{tensors.FromValue(y)}}
@@ -80,9 +80,9 @@ func Example_trainer() {
 	}
 	// Output:
 	// step  0: loss 1.44
-	// step 20: loss 0.27
+	// step 20: loss 0.25
 	// step 40: loss 0.14
-	// step 59: loss 0.10
+	// step 59: loss 0.11
 }
 
 // Example_closedForm supplies a closed-form linearisation: the model records its affine head

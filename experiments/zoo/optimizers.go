@@ -53,25 +53,19 @@ var Candidates = append([]Optimizer{
 	}),
 }, append(floorCandidates(), adamGrid()...)...)
 
-// floorCandidates are FGN and SGN with Levenberg-Marquardt damping without a floor, with the
-// curvature floor κμ (κ = 1), and with the noise floor μν, and with the noise floor at a CG cap
-// of 2.
+// floorCandidates are FGN and SGN with Levenberg-Marquardt damping without its noise floor
+// (NoiseFloor 0) and with it at half and twice its default scale.
 func floorCandidates() []Optimizer {
 	var opts []Optimizer
 	for _, method := range []struct {
 		name string
 		new  func() *fgn.GNConfig
 	}{{"FGN", fgn.FGN}, {"SGN", fgn.SGN}} {
-		for _, c := range []struct {
-			name  string
-			kappa float64
-			noise bool
-			cg    int
-		}{{"lm", 0, false, 5}, {"lm+μ", 1, false, 5}, {"lm+μν", 1, true, 5}, {"lm+μν CG≤2", 1, true, 2}} {
-			opts = append(opts, GN(method.name+" "+c.name, func() *fgn.GNConfig {
+		for _, kappa := range []float64{0, 0.5, 2} {
+			opts = append(opts, GN(fmt.Sprintf("%s lm floor×%s", method.name, num(kappa)), func() *fgn.GNConfig {
 				p := fgn.LevenbergMarquardt()
-				p.CurvatureFloor, p.NoiseFloor = c.kappa, c.noise
-				return method.new().DampingPolicy(p).CGMaxIterations(c.cg)
+				p.NoiseFloor = kappa
+				return method.new().DampingPolicy(p)
 			}))
 		}
 	}

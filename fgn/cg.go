@@ -37,6 +37,9 @@ type cgSystem struct {
 	// DampingPolicy): CG started from zero then takes it as its first product instead of forming
 	// it. Nil otherwise.
 	rhsProduct Vec
+	// tolerance (a scalar), when not nil, raises the relative tolerance of the stopping test to
+	// max(tolerance, CGSettings.Tolerance) (CGSettings.StopAtNoise).
+	tolerance *Node
 	// With curvatureNorm the stopping test is on the C-seminorm of the residual e,
 	// ‖e‖_C² = eᵀC e ≤ Tolerance²·refNorm2, instead of on its Euclidean norm, ‖e‖² ≤
 	// Tolerance²·refNorm2 with refNorm2 = ‖rhs‖² when nil.
@@ -142,7 +145,11 @@ func solveCG(sys cgSystem, s CGSettings, inLoop bool) cgResult {
 	if ref == nil {
 		ref = vecDot(rhs, rhs)
 	}
-	threshold := Mul(Scalar(g, dtype, s.Tolerance*s.Tolerance), ref)
+	tol2 := Scalar(g, dtype, s.Tolerance*s.Tolerance)
+	if sys.tolerance != nil {
+		tol2 = Max(tol2, Square(ConvertDType(sys.tolerance, dtype)))
+	}
+	threshold := Mul(tol2, ref)
 	rr := vecDot(r, r)
 	state := cgState{k: Const(g, int32(0)), x: x, r: r, p: r, rr: rr, res2: rr, lx: lx, start: sys.gradientStart}
 	if sys.curvatureNorm {

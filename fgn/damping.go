@@ -279,6 +279,14 @@ func curvatureScale(num, den *Node) *Node {
 	return StopGradient(Where(LogicalAnd(positive, IsFinite(mu)), Max(mu, zero), zero))
 }
 
+// noiseTolerance returns the tolerance of CGSettings.StopAtNoise: the relative standard deviation
+// √(ν/(1 + ν)) = 1/√(1 + 1/ν) of a batch gradient whose noise-to-signal ratio is ν (0 for ν = 0),
+// with ν capped at 1 as the damping's floor caps it (LMDamping): at most 1/√2, so that CG takes a
+// step on a batch whose gradient is indistinguishable from noise.
+func noiseTolerance(nu *Node) *Node {
+	return Rsqrt(OneMinus(Neg(Reciprocal(Min(nu, OnesLike(nu))))))
+}
+
 // gradientNoise returns the noise-to-signal ratio of the batch gradient along its own direction,
 //
 //	ν = v / (ā² − v),      v = s²/b,

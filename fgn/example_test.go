@@ -80,9 +80,9 @@ func Example_trainer() {
 	}
 	// Output:
 	// step  0: loss 1.44
-	// step 20: loss 0.25
-	// step 40: loss 0.14
-	// step 59: loss 0.11
+	// step 20: loss 0.23
+	// step 40: loss 0.15
+	// step 59: loss 0.12
 }
 
 // Example_closedForm supplies a closed-form linearisation: the model records its affine head

@@ -150,6 +150,10 @@ func (c *GNConfig) CGMaxIterations(n int) *GNConfig { c.s.CG.MaxIterations = n; 
 // CGTolerance sets the CG relative residual tolerance (default 1e-5).
 func (c *GNConfig) CGTolerance(tol float64) *GNConfig { c.s.CG.Tolerance = tol; return c }
 
+// CGStopAtNoise sets whether CG stops once its residual is below the batch gradient's noise
+// (default true; see CGSettings.StopAtNoise). The paper's CG (PaperSettings) does not.
+func (c *GNConfig) CGStopAtNoise(on bool) *GNConfig { c.s.CG.StopAtNoise = on; return c }
+
 // CGStoppingRule sets FGN's CG stopping rule (default StopParameterResidual; the paper's
 // Algorithm 1 is StopWhitenedRowResidual). SGN's parameter-space CG has one rule.
 func (c *GNConfig) CGStoppingRule(rule StoppingRule) *GNConfig { c.s.CG.StoppingRule = rule; return c }

@@ -152,7 +152,7 @@ func TestOptimizerStepMatchesDense(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				m := newOptModel(p, tc.mlp, tc.generic)
 				before := m.flatParams()
-				opt := tc.opt.LearningRate(alpha).Damping(lambda).DampingPolicy(ConstantDamping{}).CGMaxIterations(60).CGTolerance(1e-14).Done()
+				opt := tc.opt.LearningRate(alpha).Damping(lambda).DampingPolicy(ConstantDamping{}).CGMaxIterations(60).CGTolerance(1e-14).CGStopAtNoise(false).Done()
 				if trainer {
 					m.trainerStep(t, opt, p, 1)
 				} else {
@@ -231,7 +231,7 @@ func TestWarmStart(t *testing.T) {
 	// Run to convergence from the same point: the warm and cold steps agree.
 	a, b := newOptModel(p, true, false), newOptModel(p, true, false)
 	exact := func(c *GNConfig) Optimizer {
-		return c.DampingPolicy(ConstantDamping{}).CGMaxIterations(80).CGTolerance(1e-14).Done()
+		return c.DampingPolicy(ConstantDamping{}).CGMaxIterations(80).CGTolerance(1e-14).CGStopAtNoise(false).Done()
 	}
 	a.step(t, exact(paperSGN()), p, 2)
 	b.step(t, exact(paperSGN()), p, 1)

@@ -142,9 +142,10 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dam
 		scale = regularisedScale(j, m, w, reg)
 	}
 	// With no regulariser the operator does not depend on λ: its product K r̃ gives μ and ν
-	// (rowScale) before λ is chosen, and CG's first iteration takes it. It is needed when CG starts
-	// from zero (which makes it anyway) or when damping needs μ and ν.
-	rowProduct := reg == nil && (u0 == nil || damping != nil)
+	// (rowScale) before λ is chosen, and CG's first iteration takes it. It is formed when CG starts
+	// from zero (which makes it anyway) or when damping or the stopping rule needs μ and ν.
+	stopAtNoise := cfg.CG.StopAtNoise && paramRule
+	rowProduct := reg == nil && (u0 == nil || damping != nil || stopAtNoise)
 	var lam *Node // λ, known here unless it waits for K r̃ (rowProduct)
 	if !rowProduct {
 		lam = cfg.damping(damping, scale, g, dtype)
@@ -225,6 +226,9 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dam
 		lam = cfg.damping(damping, scale, g, dtype)
 	}
 	sys.shift = MulScalar(lam, float64(b))
+	if stopAtNoise && scale.noise != nil {
+		sys.tolerance = noiseTolerance(scale.noise)
+	}
 	sol := solveCG(sys, cfg.CG, inLoop)
 	dir := newDirection(backProject(sol), m, sol)
 	dir.rowRHS = w.rTilde

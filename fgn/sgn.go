@@ -43,7 +43,7 @@ func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, damping
 	}
 	sys := cgSystem{curvature: func(v Vec) Vec { return product(v, lin.JVP(v)) }, rhs: negGrad, x0: x0}
 	var scale batchScale
-	if x0 == nil || damping != nil {
+	if x0 == nil || damping != nil || cfg.CG.StopAtNoise {
 		jz := lin.JVP(negGrad)
 		sys.rhsProduct = product(negGrad, jz)
 		scale.curvature = curvatureScale(vecDot(negGrad, sys.rhsProduct), vecDot(negGrad, negGrad))
@@ -56,6 +56,9 @@ func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, damping
 		scale.noise = gradientNoise(along)
 	}
 	sys.shift = cfg.damping(damping, scale, m.S.Graph(), m.S.DType())
+	if cfg.CG.StopAtNoise && scale.noise != nil {
+		sys.tolerance = noiseTolerance(scale.noise)
+	}
 	sol := solveCG(sys, cfg.CG, inWhileLoop(lin))
 	dir := newDirection(sol.X, m, sol)
 	dir.lambda, dir.scale = sys.shift, scale

@@ -172,7 +172,7 @@ func PanelTrace(t *report.Table) (*plot.Plot, error) {
 			return nil, err
 		}
 	}
-	p.Y.Min, p.Y.Max = 0, 1.4*maxOf(cols["tr_full"]) // headroom for the legend
+	p.Y.Min = 0
 	return p, nil
 }
 
@@ -212,14 +212,6 @@ func PanelAgreement(t *report.Table) (*plot.Plot, error) {
 	p.Y.Max = 1.02
 	p.Y.Min = math.Min(lo-0.02*(1.02-lo), 0.98)
 	return p, nil
-}
-
-func maxOf(xs []float64) float64 {
-	m := math.Inf(-1)
-	for _, x := range xs {
-		m = math.Max(m, x)
-	}
-	return m
 }
 
 // Caption returns the figure's caption (Markdown), built from the tables' provenance and data.

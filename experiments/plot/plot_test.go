@@ -2,17 +2,24 @@ package plot
 
 import (
 	"bytes"
+	"encoding/xml"
 	"image/color"
 	"image/png"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/fgn-paper/fgn/experiments/method"
+	"github.com/fgn-paper/fgn/experiments/plot/plottest"
 	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/vg"
 )
 
 // TestMethodStyles pins the colour of every method (they must not drift between figures) and
@@ -47,12 +54,15 @@ func TestMethodStyles(t *testing.T) {
 	}
 }
 
-// TestSaveRow writes a row of two panels and checks every file: the PNG decodes at the
-// configured resolution and contains FGN's exact colour (its line was drawn), the SVG and PDF
-// have their headers.
+// TestSaveRow writes a row of two panels, with Greek letters and symbols in their text and a
+// translucent band, and checks every file as a reader sees it: the PNG decodes at the
+// configured resolution with FGN's exact colour and the band's colour over white; the SVG is
+// XML whose every text element states its laid-out width and a fallback family list; the PDF
+// gives its text back through pdftotext, embeds its fonts with a Unicode map and, drawn by
+// pdftoppm, has the band's colour. Writing the row again gives the same bytes in every format.
 func TestSaveRow(t *testing.T) {
 	xs := []float64{1, 2, 4, 8}
-	a := New("(a) methods", "x", "y")
+	a := New("(a) methods, λ = 0.1", "number of classes C", "time per step (ms)")
 	LogLog2(a)
 	for i, m := range method.Methods {
 		ys := []float64{1, 2, 3, 4}
@@ -63,25 +73,35 @@ func TestSaveRow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b := New("(b) band", "x", "y")
-	if err := AddBand(b, "gap", Series(1).Color, xs, []float64{0, 0, 1, 1}, []float64{1, 2, 3, 4}); err != nil {
+	b := New("(b) band", "competitor dispersion ξ", "trace")
+	band := Series(1).Color
+	if err := AddBand(b, "gap p†ξ", band, xs, []float64{0, 0, 1, 1}, []float64{1, 2, 3, 4}); err != nil {
 		t.Fatal(err)
 	}
-	if err := AddSeries(b, "upper", Series(0), xs, []float64{1, 2, 3, 4}); err != nil {
+	if err := AddSeries(b, "full 2q + p†²ξ, b×d×C, q(2−ξ)", Series(0), xs, []float64{1, 2, 3, 4}); err != nil {
 		t.Fatal(err)
 	}
-	base := filepath.Join(t.TempDir(), "sub", "row")
-	paths, err := SaveRow([]*Plot{a, b}, PanelWidth, PanelHeight, base)
+	labels := []string{"(a) methods, λ = 0.1", "competitor dispersion ξ", "time per step (ms)", "gap p†ξ",
+		"full 2q + p†²ξ, b×d×C, q(2−ξ)", method.FGN.Label()}
+	dir := t.TempDir()
+	paths, err := SaveRow([]*Plot{a, b}, PanelWidth, PanelHeight, filepath.Join(dir, "sub", "row"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(paths) != len(Formats) {
 		t.Fatalf("wrote %v, want one file per format %v", paths, Formats)
 	}
-	for _, path := range paths {
+	again, err := SaveRow([]*Plot{a, b}, PanelWidth, PanelHeight, filepath.Join(dir, "again"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, path := range paths {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if other, err := os.ReadFile(again[i]); err != nil || !bytes.Equal(data, other) {
+			t.Errorf("%s and %s, the same row written twice, differ (%v)", path, again[i], err)
 		}
 		switch filepath.Ext(path) {
 		case ".png":
@@ -94,30 +114,71 @@ func TestSaveRow(t *testing.T) {
 				t.Errorf("%s: width %d px, want %d", path, got, wantW)
 			}
 			style, _ := MethodStyle(method.FGN)
-			fgn := color.RGBAModel.Convert(style.Color).(color.RGBA)
-			found := false
-			for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y && !found; y++ {
-				for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x++ {
-					if color.RGBAModel.Convert(img.At(x, y)).(color.RGBA) == fgn {
-						found = true
-						break
-					}
+			for _, want := range []color.Color{style.Color, BandColor(band)} {
+				if n := plottest.CountColour(img, want, 0); n == 0 {
+					t.Errorf("%s: no pixel has the colour %v", path, want)
 				}
 			}
-			if !found {
-				t.Errorf("%s: no pixel has FGN's colour %v", path, fgn)
-			}
 		case ".svg":
-			if !bytes.HasPrefix(data, []byte("<?xml")) || !bytes.Contains(data, []byte("<svg")) {
-				t.Errorf("%s: not an SVG document: %.40q", path, data)
-			}
+			checkSVG(t, path, data)
 		case ".pdf":
 			if !bytes.HasPrefix(data, []byte("%PDF-")) || !bytes.Contains(data[len(data)-32:], []byte("%%EOF")) {
 				t.Errorf("%s: not a complete PDF document", path)
 			}
+			plottest.CheckPDF(t, path, labels, []color.Color{BandColor(band)})
 		default:
 			t.Errorf("unexpected file %s", path)
 		}
+	}
+}
+
+// checkSVG checks that an SVG document is well-formed XML and that each of its text elements
+// has a textLength equal to its text's width in the project font and a font-family list that
+// starts with the project font and ends with the generic serif family.
+func checkSVG(t *testing.T, path string, data []byte) {
+	t.Helper()
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	texts := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s: not XML: %v", path, err)
+		}
+		start, ok := tok.(xml.StartElement)
+		if !ok || start.Name.Local != "text" {
+			continue
+		}
+		var content string
+		if err := dec.DecodeElement(&content, &start); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		texts++
+		attrs := map[string]string{}
+		for _, a := range start.Attr {
+			attrs[a.Name.Local] = a.Value
+		}
+		family := regexp.MustCompile(`font-family:([^;]*)`).FindStringSubmatch(attrs["style"])
+		if family == nil || !strings.HasPrefix(family[1], "'Liberation Serif',") || !strings.HasSuffix(family[1], ",serif") {
+			t.Errorf("%s: text %q: font families %q, want 'Liberation Serif' first and serif last", path, content, family)
+		}
+		size := regexp.MustCompile(`font-size:([0-9.]+)px`).FindStringSubmatch(attrs["style"])
+		if size == nil {
+			t.Fatalf("%s: text %q has no font size", path, content)
+		}
+		pt, _ := strconv.ParseFloat(size[1], 64)
+		face := font.DefaultCache.Lookup(textFont(vg.Length(pt)), vg.Length(pt))
+		want := float64(face.Width(content))
+		got, err := strconv.ParseFloat(attrs["textLength"], 64)
+		if err != nil || math.Abs(got-want) > 1e-3*want+1e-6 || attrs["lengthAdjust"] != "spacingAndGlyphs" {
+			t.Errorf("%s: text %q: textLength %q lengthAdjust %q, want %.6g (±0.1%%) and spacingAndGlyphs",
+				path, content, attrs["textLength"], attrs["lengthAdjust"], want)
+		}
+	}
+	if texts == 0 {
+		t.Errorf("%s: no text elements", path)
 	}
 }
 

@@ -11,8 +11,6 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgpdf"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/fgn-paper/fgn/internal/atomicfile"
 )
@@ -28,8 +26,9 @@ func Save(p *Plot, width, height vg.Length, base string) ([]string, error) {
 }
 
 // SaveRow writes the panels side by side (a triptych for three), each panelWidth × height, with
-// their data areas aligned, to base.svg, base.png and base.pdf, each atomically, and returns the
-// paths written.
+// their data areas aligned and each legend where nothing else is drawn (extending a y axis
+// upwards where no place is free; see placeLegends), to base.svg, base.png and base.pdf, each
+// atomically, and returns the paths written.
 func SaveRow(panels []*Plot, panelWidth, height vg.Length, base string) ([]string, error) {
 	if len(panels) == 0 {
 		return nil, fmt.Errorf("plot: no panels to save to %s", base)
@@ -42,6 +41,10 @@ func SaveRow(panels []*Plot, panelWidth, height vg.Length, base string) ([]strin
 	if !(panelWidth > 0 && height > 0) {
 		return nil, fmt.Errorf("plot: panel size %v × %v of %s must be positive", panelWidth, height, base)
 	}
+	places, err := placeLegends(panels, panelWidth, height)
+	if err != nil {
+		return nil, fmt.Errorf("plot: drawing %s: %w", base, err)
+	}
 	width := panelWidth * vg.Length(len(panels))
 	var paths []string
 	for _, format := range Formats {
@@ -49,7 +52,7 @@ func SaveRow(panels []*Plot, panelWidth, height vg.Length, base string) ([]strin
 		if err != nil {
 			return paths, err
 		}
-		if err := drawRow(panels, c); err != nil {
+		if _, err := drawRow(panels, c, places); err != nil {
 			return paths, fmt.Errorf("plot: drawing %s: %w", base, err)
 		}
 		path := base + "." + format
@@ -69,11 +72,15 @@ func PNG(panels []*Plot, panelWidth, height vg.Length) ([]byte, error) {
 	if len(panels) == 0 {
 		return nil, fmt.Errorf("plot: no panels to draw")
 	}
+	places, err := placeLegends(panels, panelWidth, height)
+	if err != nil {
+		return nil, fmt.Errorf("plot: drawing: %w", err)
+	}
 	c, err := newCanvas("png", panelWidth*vg.Length(len(panels)), height)
 	if err != nil {
 		return nil, err
 	}
-	if err := drawRow(panels, c); err != nil {
+	if _, err := drawRow(panels, c, places); err != nil {
 		return nil, fmt.Errorf("plot: drawing: %w", err)
 	}
 	var buf bytes.Buffer
@@ -83,22 +90,26 @@ func PNG(panels []*Plot, panelWidth, height vg.Length) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// newCanvas returns a canvas of the format: gonum's SVG canvas with text that keeps its extent
+// in any viewer (svgCanvas), gonum's PNG canvas at PNGDotsPerIn, and a PDF canvas embedding
+// its Unicode font, keeping translucent colours and writing the same bytes for the same drawing
+// (pdfCanvas).
 func newCanvas(format string, w, h vg.Length) (vg.CanvasWriterTo, error) {
 	switch format {
 	case "svg":
-		return vgsvg.New(w, h), nil
+		return newSVGCanvas(w, h), nil
 	case "png":
 		return vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(PNGDotsPerIn))}, nil
 	case "pdf":
-		c := vgpdf.New(w, h)
-		c.EmbedFonts(true)
-		return c, nil
+		return newPDFCanvas(w, h), nil
 	}
 	return nil, fmt.Errorf("plot: unsupported format %q", format)
 }
 
 // drawRow paints a white background and the panels in one row, their data areas aligned by
-// gonum's Align. drawRow draws two kinds of text itself:
+// gonum's Align, with each panel's legend at its place (none where places is nil or holds nil),
+// and returns the panels' data areas in the canvas's coordinates. drawRow draws two kinds of
+// text itself:
 //
 //   - titles, on one baseline above the data areas (Align would otherwise place each at the top of
 //     its own, differently sized, tile);
@@ -109,21 +120,25 @@ func newCanvas(format string, w, h vg.Length) (vg.CanvasWriterTo, error) {
 //
 // gonum/plot panics on some drawing errors (for example a log axis over non-positive data);
 // they are returned as errors.
-func drawRow(panels []*Plot, c vg.CanvasSizer) (err error) {
-	type texts struct{ title, x, y string }
+func drawRow(panels []*Plot, c vg.CanvasSizer, places []*legendPlace) (areas []vg.Rectangle, err error) {
+	type texts struct {
+		title, x, y string
+		legend      gplot.Legend
+	}
 	saved := make([]texts, len(panels))
 	for i, p := range panels {
-		saved[i] = texts{p.Title.Text, p.X.Label.Text, p.Y.Label.Text}
+		saved[i] = texts{p.Title.Text, p.X.Label.Text, p.Y.Label.Text, p.Legend}
 		p.Title.Text = ""
 		p.X.Label.Text = placeholder(p.X.Label.Text)
 		p.Y.Label.Text = placeholder(p.Y.Label.Text)
+		p.Legend = gplot.NewLegend() // no entries: drawn at its place below
 	}
 	defer func() {
 		for i, p := range panels {
-			p.Title.Text, p.X.Label.Text, p.Y.Label.Text = saved[i].title, saved[i].x, saved[i].y
+			p.Title.Text, p.X.Label.Text, p.Y.Label.Text, p.Legend = saved[i].title, saved[i].x, saved[i].y, saved[i].legend
 		}
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
+			areas, err = nil, fmt.Errorf("%v", r)
 		}
 	}()
 	dc := draw.New(c)
@@ -137,10 +152,12 @@ func drawRow(panels []*Plot, c vg.CanvasSizer) (err error) {
 		}
 	}
 	canvases := gplot.Align([][]*Plot{panels}, tiles, dc)
+	areas = make([]vg.Rectangle, len(panels))
 	for i, p := range panels {
 		tile := canvases[0][i]
 		p.Draw(tile)
 		data := p.DataCanvas(tile)
+		areas[i] = data.Rectangle
 		center := data.Center()
 		if t := saved[i].title; t != "" {
 			style := p.Title.TextStyle
@@ -160,8 +177,12 @@ func drawRow(panels []*Plot, c vg.CanvasSizer) (err error) {
 			x := tile.Min.X + p.Y.Label.TextStyle.Height(t) - style.FontExtents().Descent
 			dc.FillText(style, vg.Point{X: x, Y: center.Y}, t)
 		}
+		if i < len(places) && places[i] != nil {
+			p.Legend = saved[i].legend
+			drawLegend(p, dc, places[i])
+		}
 	}
-	return nil
+	return areas, nil
 }
 
 // placeholder returns a one-space stand-in for a non-empty axis label.

@@ -83,6 +83,15 @@ func AddBand(p *Plot, label string, clr color.Color, xs, lo, hi []float64) error
 	return nil
 }
 
+// BandColor returns the colour a band of clr (AddBand) has where it lies over the white
+// background alone: each channel v becomes 255 − a·(255 − v), a the band's opacity.
+func BandColor(clr color.Color) color.Color {
+	c := Translucent(clr, BandAlpha).(color.NRGBA)
+	a := float64(c.A) / 255
+	over := func(v uint8) uint8 { return uint8(math.Round(255 - a*(255-float64(v)))) }
+	return color.NRGBA{R: over(c.R), G: over(c.G), B: over(c.B), A: 0xff}
+}
+
 // Translucent returns clr with opacity alpha, clamped to [0, 1].
 func Translucent(clr color.Color, alpha float64) color.Color {
 	c := color.NRGBAModel.Convert(clr).(color.NRGBA)

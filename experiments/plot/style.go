@@ -29,6 +29,7 @@ type Style struct {
 	Color  color.Color
 	Dashes []vg.Length // nil for a solid line
 	Glyph  draw.GlyphDrawer
+	Width  vg.Length // of the line; 0 for LineWidth
 }
 
 // The palette is Okabe & Ito's colour-blind-safe set. Methods take four of its colours; other

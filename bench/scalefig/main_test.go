@@ -44,7 +44,7 @@ func TestCommittedFigure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := plot.CheckLegends(panels, panelWidth, panelHeight); err != nil {
+	if err := plot.CheckLegends([][]*plot.Plot{panels}, panelWidth, panelHeight); err != nil {
 		t.Error(err)
 	}
 }

@@ -12,8 +12,8 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// Legends are placed where nothing else is drawn. SaveRow and PNG lay the row out, draw it
-// without legends at placementDPI and give each panel's legend the free position of its data
+// Legends are placed where nothing else is drawn. SaveGrid and PNG lay the panels out, draw
+// them without legends at placementDPI and give each panel's legend the free position of its data
 // area nearest a corner (the corner its Legend.Top and Legend.Left name first, then
 // legendCorners), keeping legendMargin clear around it. A panel with no free position gets
 // headroom: its y axis (and that of every panel sharing its y range) is extended upwards by
@@ -61,13 +61,14 @@ func drawLegend(p *Plot, dc draw.Canvas, at *legendPlace) {
 	l.Draw(draw.Canvas{Canvas: dc.Canvas, Rectangle: at.box})
 }
 
-// placeLegends places the legend of every panel of the row (see above), extending y axes
-// where needed, and returns the places (nil for a panel without legend entries).
-func placeLegends(panels []*Plot, panelWidth, height vg.Length) ([]*legendPlace, error) {
+// placeLegends places the legend of every panel of the rows (see above), extending y axes where
+// needed, and returns the places, row by row (nil for a panel without legend entries).
+func placeLegends(rows [][]*Plot, panelWidth, panelHeight vg.Length) ([]*legendPlace, error) {
+	panels := panelsOf(rows)
 	places := make([]*legendPlace, len(panels))
 	for round := 0; ; round++ {
-		c := vgimg.NewWith(vgimg.UseWH(panelWidth*vg.Length(len(panels)), height), vgimg.UseDPI(placementDPI))
-		areas, err := drawRow(panels, c, nil)
+		c := vgimg.NewWith(vgimg.UseWH(gridSize(rows, panelWidth, panelHeight)), vgimg.UseDPI(placementDPI))
+		areas, err := drawGrid(rows, c, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -207,19 +208,22 @@ func (m *inkMap) place(area vg.Rectangle, size vg.Point, top, left bool) (*legen
 	return best, bestInk == 0
 }
 
-// CheckLegends draws the row as SaveRow does, at PNGDotsPerIn, and returns an error naming
-// every panel whose legend covers anything else drawn there (a curve, band, marker, reference
-// line or axis). A legend's pixels are those that change when the row is drawn without
-// legends; in that drawing, the bounding box of the legend's pixels, widened by one pixel,
-// must be background (white).
-func CheckLegends(panels []*Plot, panelWidth, height vg.Length) error {
-	places, err := placeLegends(panels, panelWidth, height)
+// CheckLegends draws the rows of panels as SaveGrid does, at PNGDotsPerIn, and returns an error
+// naming every panel whose legend covers anything else drawn there (a curve, band, marker,
+// reference line or axis). A legend's pixels are those that change when the panels are drawn
+// without legends; in that drawing, the bounding box of the legend's pixels, widened by one
+// pixel, must be background (white).
+func CheckLegends(rows [][]*Plot, panelWidth, panelHeight vg.Length) error {
+	if err := checkGrid(rows, panelWidth, panelHeight); err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	places, err := placeLegends(rows, panelWidth, panelHeight)
 	if err != nil {
 		return err
 	}
 	render := func(places []*legendPlace) (image.Image, []vg.Rectangle, error) {
-		c := vgimg.NewWith(vgimg.UseWH(panelWidth*vg.Length(len(panels)), height), vgimg.UseDPI(PNGDotsPerIn))
-		areas, err := drawRow(panels, c, places)
+		c := vgimg.NewWith(vgimg.UseWH(gridSize(rows, panelWidth, panelHeight)), vgimg.UseDPI(PNGDotsPerIn))
+		areas, err := drawGrid(rows, c, places)
 		return c.Image(), areas, err
 	}
 	with, areas, err := render(places)
@@ -233,7 +237,7 @@ func CheckLegends(panels []*Plot, panelWidth, height vg.Length) error {
 	b := with.Bounds()
 	scale := float64(PNGDotsPerIn) / 72
 	var problems []string
-	for i, p := range panels {
+	for i, p := range panelsOf(rows) {
 		if places[i] == nil {
 			continue
 		}

@@ -42,7 +42,7 @@ func TestLegendPlacement(t *testing.T) {
 			}
 			p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
 			p.Legend.Top, p.Legend.Left = tc.pref.top, tc.pref.left
-			places, err := placeLegends([]*Plot{p}, PanelWidth, PanelHeight)
+			places, err := placeLegends([][]*Plot{{p}}, PanelWidth, PanelHeight)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,7 +64,7 @@ func TestLegendPlacement(t *testing.T) {
 				t.Errorf("legend box %v (text after the samples: %v) in data area %v, want it in the corner top=%v left=%v",
 					box, places[0].left, area, tc.top, tc.left)
 			}
-			if err := CheckLegends([]*Plot{p}, PanelWidth, PanelHeight); err != nil {
+			if err := CheckLegends([][]*Plot{{p}}, PanelWidth, PanelHeight); err != nil {
 				t.Error(err)
 			}
 		})
@@ -78,7 +78,7 @@ func dataArea(t *testing.T, p *Plot) vg.Rectangle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	areas, err := drawRow([]*Plot{p}, c, nil)
+	areas, err := drawGrid([][]*Plot{{p}}, c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestLegendHeadroom(t *testing.T) {
 				panels = append(panels, p)
 			}
 			panels[1].Legend = New("", "", "").Legend // no entries: only shares the range
-			if err := CheckLegends(panels, PanelWidth, PanelHeight); err != nil {
+			if err := CheckLegends([][]*Plot{panels}, PanelWidth, PanelHeight); err != nil {
 				t.Error(err)
 			}
 			if !(panels[0].Y.Max > 10) || panels[1].Y.Max != panels[0].Y.Max || panels[0].Y.Min != 1 {
@@ -127,7 +127,7 @@ func TestCheckLegendsFails(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err := CheckLegends([]*Plot{p}, PanelWidth/2, PanelHeight/2)
+	err := CheckLegends([][]*Plot{{p}}, PanelWidth/2, PanelHeight/2)
 	if err == nil || !strings.Contains(err.Error(), "covers") {
 		t.Errorf("CheckLegends: %v, want an error saying the legend covers drawn pixels", err)
 	}

@@ -3,6 +3,7 @@ package plot
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"image/color"
 	"image/png"
 	"io"
@@ -182,6 +183,54 @@ func checkSVG(t *testing.T, path string, data []byte) {
 	}
 }
 
+// TestSaveGrid writes two rows of two panels and checks the drawing's size, and that in the PDF,
+// read back by pdftotext with its words' boxes, every title lies above its own panel's x label
+// and below the x label of the panel above.
+func TestSaveGrid(t *testing.T) {
+	var rows [][]*Plot
+	for r := range 2 {
+		var row []*Plot
+		for c := range 2 {
+			p := New(fmt.Sprintf("T%d%d", r, c), fmt.Sprintf("X%d%d", r, c), "y")
+			if err := AddSeries(p, "", Series(c), []float64{0, 1}, []float64{0, 1}); err != nil {
+				t.Fatal(err)
+			}
+			row = append(row, p)
+		}
+		rows = append(rows, row)
+	}
+	paths, err := SaveGrid(rows, PanelWidth, PanelHeight, filepath.Join(t.TempDir(), "grid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(paths[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := img.Bounds().Dy(), int(math.Round(float64(2*PanelHeight)/72*float64(PNGDotsPerIn))); got != want {
+		t.Errorf("%s: height %d px, want %d", paths[1], got, want)
+	}
+	tops := map[string]float64{} // of each word's box, from the top of the page
+	for _, w := range plottest.Words(t, paths[2]) {
+		tops[w.Text] = w.YMin
+	}
+	for c := range 2 {
+		order := []string{fmt.Sprintf("T0%d", c), fmt.Sprintf("X0%d", c), fmt.Sprintf("T1%d", c), fmt.Sprintf("X1%d", c)}
+		for k, word := range order {
+			if _, ok := tops[word]; !ok {
+				t.Fatalf("%s: pdftotext gives no word %q", paths[2], word)
+			}
+			if k > 0 && !(tops[order[k-1]] < tops[word]) {
+				t.Errorf("%s: %q (top %.1f pt) is not above %q (top %.1f pt)", paths[2], order[k-1], tops[order[k-1]], word, tops[word])
+			}
+		}
+	}
+}
+
 func TestErrors(t *testing.T) {
 	p := New("", "", "")
 	logPanel := New("", "", "")
@@ -202,6 +251,8 @@ func TestErrors(t *testing.T) {
 		{"band lengths", AddBand(p, "b", Series(0).Color, []float64{1, 2}, []float64{1}, []float64{1, 2}), "1 lower"},
 		{"no panels", second(SaveRow(nil, PanelWidth, PanelHeight, filepath.Join(dir, "x"))), "no panels"},
 		{"zero size", second(Save(p, 0, PanelHeight, filepath.Join(dir, "x"))), "must be positive"},
+		{"ragged grid", second(SaveGrid([][]*Plot{{p, p}, {p}}, PanelWidth, PanelHeight, filepath.Join(dir, "x"))), "row 1 has 1 panels, row 0 has 2"},
+		{"nil panel", second(SaveGrid([][]*Plot{{p}, {nil}}, PanelWidth, PanelHeight, filepath.Join(dir, "x"))), "panel 0 of row 1 is nil"},
 		{"log of negative", second(Save(logPanel, PanelWidth, PanelHeight, filepath.Join(dir, "neg"))), "drawing"},
 	} {
 		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.want) {

@@ -22,37 +22,34 @@ var Formats = []string{"svg", "png", "pdf"}
 // Save writes the panel p, of size width × height, to base.svg, base.png and base.pdf, each
 // atomically, and returns the paths written.
 func Save(p *Plot, width, height vg.Length, base string) ([]string, error) {
-	return SaveRow([]*Plot{p}, width, height, base)
+	return SaveGrid([][]*Plot{{p}}, width, height, base)
 }
 
-// SaveRow writes the panels side by side (a triptych for three), each panelWidth × height, with
-// their data areas aligned and each legend where nothing else is drawn (extending a y axis
+// SaveRow writes the panels side by side (a triptych for three) as SaveGrid does.
+func SaveRow(panels []*Plot, panelWidth, height vg.Length, base string) ([]string, error) {
+	return SaveGrid([][]*Plot{panels}, panelWidth, height, base)
+}
+
+// SaveGrid writes the rows of panels, each panel panelWidth × panelHeight, with their data areas
+// aligned in rows and columns and each legend where nothing else is drawn (extending a y axis
 // upwards where no place is free; see placeLegends), to base.svg, base.png and base.pdf, each
 // atomically, and returns the paths written.
-func SaveRow(panels []*Plot, panelWidth, height vg.Length, base string) ([]string, error) {
-	if len(panels) == 0 {
-		return nil, fmt.Errorf("plot: no panels to save to %s", base)
+func SaveGrid(rows [][]*Plot, panelWidth, panelHeight vg.Length, base string) ([]string, error) {
+	if err := checkGrid(rows, panelWidth, panelHeight); err != nil {
+		return nil, fmt.Errorf("plot: %s: %w", base, err)
 	}
-	for i, p := range panels {
-		if p == nil {
-			return nil, fmt.Errorf("plot: panel %d of %s is nil", i, base)
-		}
-	}
-	if !(panelWidth > 0 && height > 0) {
-		return nil, fmt.Errorf("plot: panel size %v × %v of %s must be positive", panelWidth, height, base)
-	}
-	places, err := placeLegends(panels, panelWidth, height)
+	places, err := placeLegends(rows, panelWidth, panelHeight)
 	if err != nil {
 		return nil, fmt.Errorf("plot: drawing %s: %w", base, err)
 	}
-	width := panelWidth * vg.Length(len(panels))
+	w, h := gridSize(rows, panelWidth, panelHeight)
 	var paths []string
 	for _, format := range Formats {
-		c, err := newCanvas(format, width, height)
+		c, err := newCanvas(format, w, h)
 		if err != nil {
 			return paths, err
 		}
-		if _, err := drawRow(panels, c, places); err != nil {
+		if _, err := drawGrid(rows, c, places); err != nil {
 			return paths, fmt.Errorf("plot: drawing %s: %w", base, err)
 		}
 		path := base + "." + format
@@ -69,18 +66,20 @@ func SaveRow(panels []*Plot, panelWidth, height vg.Length, base string) ([]strin
 
 // PNG draws the panels in one row as SaveRow does and returns the PNG image (for notebooks).
 func PNG(panels []*Plot, panelWidth, height vg.Length) ([]byte, error) {
-	if len(panels) == 0 {
-		return nil, fmt.Errorf("plot: no panels to draw")
+	rows := [][]*Plot{panels}
+	if err := checkGrid(rows, panelWidth, height); err != nil {
+		return nil, fmt.Errorf("plot: %w", err)
 	}
-	places, err := placeLegends(panels, panelWidth, height)
+	places, err := placeLegends(rows, panelWidth, height)
 	if err != nil {
 		return nil, fmt.Errorf("plot: drawing: %w", err)
 	}
-	c, err := newCanvas("png", panelWidth*vg.Length(len(panels)), height)
+	w, h := gridSize(rows, panelWidth, height)
+	c, err := newCanvas("png", w, h)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := drawRow(panels, c, places); err != nil {
+	if _, err := drawGrid(rows, c, places); err != nil {
 		return nil, fmt.Errorf("plot: drawing: %w", err)
 	}
 	var buf bytes.Buffer
@@ -88,6 +87,42 @@ func PNG(panels []*Plot, panelWidth, height vg.Length) ([]byte, error) {
 		return nil, fmt.Errorf("plot: encoding PNG: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// checkGrid reports a grid that is empty, ragged or holds a nil panel, or a panel size that is
+// not positive.
+func checkGrid(rows [][]*Plot, panelWidth, panelHeight vg.Length) error {
+	if len(rows) == 0 || len(rows[0]) == 0 {
+		return fmt.Errorf("no panels")
+	}
+	for i, row := range rows {
+		if len(row) != len(rows[0]) {
+			return fmt.Errorf("row %d has %d panels, row 0 has %d", i, len(row), len(rows[0]))
+		}
+		for j, p := range row {
+			if p == nil {
+				return fmt.Errorf("panel %d of row %d is nil", j, i)
+			}
+		}
+	}
+	if !(panelWidth > 0 && panelHeight > 0) {
+		return fmt.Errorf("panel size %v × %v must be positive", panelWidth, panelHeight)
+	}
+	return nil
+}
+
+// gridSize returns the size of the canvas of the rows of panels.
+func gridSize(rows [][]*Plot, panelWidth, panelHeight vg.Length) (w, h vg.Length) {
+	return panelWidth * vg.Length(len(rows[0])), panelHeight * vg.Length(len(rows))
+}
+
+// panelsOf returns the panels of the rows in order, row by row.
+func panelsOf(rows [][]*Plot) []*Plot {
+	var out []*Plot
+	for _, row := range rows {
+		out = append(out, row...)
+	}
+	return out
 }
 
 // newCanvas returns a canvas of the format: gonum's SVG canvas with text that keeps its extent
@@ -106,13 +141,13 @@ func newCanvas(format string, w, h vg.Length) (vg.CanvasWriterTo, error) {
 	return nil, fmt.Errorf("plot: unsupported format %q", format)
 }
 
-// drawRow paints a white background and the panels in one row, their data areas aligned by
-// gonum's Align, with each panel's legend at its place (none where places is nil or holds nil),
-// and returns the panels' data areas in the canvas's coordinates. drawRow draws two kinds of
-// text itself:
+// drawGrid paints a white background and the rows of panels, their data areas aligned by
+// gonum's Align, with each panel's legend at its place (places holds one per panel, row by row;
+// none where places is nil or holds nil), and returns the panels' data areas, row by row, in the
+// canvas's coordinates. drawGrid draws two kinds of text itself:
 //
-//   - titles, on one baseline above the data areas (Align would otherwise place each at the top of
-//     its own, differently sized, tile);
+//   - titles, on one baseline above each row's data areas (Align would otherwise place each at the
+//     top of its own, differently sized, tile);
 //   - axis labels, centred on the data area as gonum draws them. gonum/plot v0.15.2 reserves room
 //     for an axis label around the arithmetic midpoint of the axis range in data coordinates,
 //     which on a log axis lies near its far end, so a log panel would get a wide spurious margin;
@@ -120,11 +155,12 @@ func newCanvas(format string, w, h vg.Length) (vg.CanvasWriterTo, error) {
 //
 // gonum/plot panics on some drawing errors (for example a log axis over non-positive data);
 // they are returned as errors.
-func drawRow(panels []*Plot, c vg.CanvasSizer, places []*legendPlace) (areas []vg.Rectangle, err error) {
+func drawGrid(rows [][]*Plot, c vg.CanvasSizer, places []*legendPlace) (areas []vg.Rectangle, err error) {
 	type texts struct {
 		title, x, y string
 		legend      gplot.Legend
 	}
+	panels := panelsOf(rows)
 	saved := make([]texts, len(panels))
 	for i, p := range panels {
 		saved[i] = texts{p.Title.Text, p.X.Label.Text, p.Y.Label.Text, p.Legend}
@@ -144,17 +180,20 @@ func drawRow(panels []*Plot, c vg.CanvasSizer, places []*legendPlace) (areas []v
 	dc := draw.New(c)
 	dc.SetColor(color.White)
 	dc.Fill(dc.Rectangle.Path())
-	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Points(6), PadTop: vg.Points(2),
-		PadBottom: vg.Points(2), PadLeft: vg.Points(2), PadRight: vg.Points(4)}
+	// titleSpace is the room above each row of tiles: its titles' height and padding.
+	titleSpace := vg.Points(2)
 	for i, t := range saved {
 		if t.title != "" {
-			tiles.PadTop = max(tiles.PadTop, panels[i].Title.TextStyle.Height(t.title)+2*panels[i].Title.Padding)
+			titleSpace = max(titleSpace, panels[i].Title.TextStyle.Height(t.title)+2*panels[i].Title.Padding)
 		}
 	}
-	canvases := gplot.Align([][]*Plot{panels}, tiles, dc)
+	tiles := draw.Tiles{Rows: len(rows), Cols: len(rows[0]), PadX: vg.Points(6), PadY: titleSpace + vg.Points(4),
+		PadTop: titleSpace, PadBottom: vg.Points(2), PadLeft: vg.Points(2), PadRight: vg.Points(4)}
+	canvases := gplot.Align(rows, tiles, dc)
 	areas = make([]vg.Rectangle, len(panels))
 	for i, p := range panels {
-		tile := canvases[0][i]
+		r, col := i/len(rows[0]), i%len(rows[0])
+		tile := canvases[r][col]
 		p.Draw(tile)
 		data := p.DataCanvas(tile)
 		areas[i] = data.Rectangle
@@ -165,7 +204,9 @@ func drawRow(panels []*Plot, c vg.CanvasSizer, places []*legendPlace) (areas []v
 			// Centred on the data area, but moved inwards so that a long title is not cut off.
 			half := style.Width(t) / 2
 			x := max(dc.Min.X+half, min(dc.Max.X-half, center.X))
-			dc.FillText(style, vg.Point{X: x, Y: dc.Max.Y - p.Title.Padding}, t)
+			// Below the top of the row's room for titles (Align moves the tiles within it).
+			top := tiles.At(dc, col, r).Max.Y + titleSpace
+			dc.FillText(style, vg.Point{X: x, Y: top - p.Title.Padding}, t)
 		}
 		if t := saved[i].x; t != "" {
 			style := p.X.Label.TextStyle

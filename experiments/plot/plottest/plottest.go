@@ -9,6 +9,7 @@ package plottest
 
 import (
 	"bytes"
+	"encoding/xml"
 	"fmt"
 	"image"
 	"image/color"
@@ -54,6 +55,35 @@ func run(t testing.TB, name string, args ...string) []byte {
 func Text(t testing.TB, path string) string {
 	t.Helper()
 	return string(run(t, "pdftotext", "-enc", "UTF-8", path, "-"))
+}
+
+// Word is a word pdftotext finds on the page, with its box in points from the top left corner.
+type Word struct {
+	Text                   string
+	XMin, YMin, XMax, YMax float64
+}
+
+// Words returns the words pdftotext -bbox finds in the PDF at path.
+func Words(t testing.TB, path string) []Word {
+	t.Helper()
+	var doc struct {
+		Words []struct {
+			XMin float64 `xml:"xMin,attr"`
+			YMin float64 `xml:"yMin,attr"`
+			XMax float64 `xml:"xMax,attr"`
+			YMax float64 `xml:"yMax,attr"`
+			Text string  `xml:",chardata"`
+		} `xml:"body>doc>page>word"`
+	}
+	out := run(t, "pdftotext", "-bbox", "-enc", "UTF-8", path, "-")
+	if err := xml.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("pdftotext -bbox %s: %v", path, err)
+	}
+	words := make([]Word, len(doc.Words))
+	for i, w := range doc.Words {
+		words[i] = Word{Text: w.Text, XMin: w.XMin, YMin: w.YMin, XMax: w.XMax, YMax: w.YMax}
+	}
+	return words
 }
 
 // Font is one row of pdffonts' table.

@@ -57,6 +57,9 @@ func addHeadoptFlags(fs *command) *headoptFlags {
 // load returns the backend, the profile and the data the flags name, refusing data on which a
 // run of the profile's methods would not fit in the machine's memory (train.CheckMemory).
 func (f *headoptFlags) load() (compute.Backend, headopt.Profile, *headopt.Data, error) {
+	if err := checkOutDir("out", *f.out); err != nil {
+		return nil, headopt.Profile{}, nil, err
+	}
 	be, err := newBackend(*f.backend)
 	if err != nil {
 		return nil, headopt.Profile{}, nil, err
@@ -178,6 +181,11 @@ func runHeadoptSelect(args []string, stdout, stderr io.Writer) error {
 	}
 	if !(*fraction < 1) {
 		return cli.Usagef("headopt select: --val-fraction %g: want a fraction in (0, 1)", *fraction)
+	}
+	if *file != "" {
+		if err := fs.notApplicable("--config names the output file", "out"); err != nil {
+			return err
+		}
 	}
 	be, p, d, err := hf.load()
 	if err != nil {

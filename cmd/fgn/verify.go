@@ -44,6 +44,9 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 	if err := c.parse(args); err != nil {
 		return err
 	}
+	if err := checkOutDir("out", *out); err != nil {
+		return err
+	}
 	a, err := artifact.Load(*manifest, subcommands)
 	if err != nil {
 		return cli.ConfigError{Err: err}

@@ -49,7 +49,9 @@ func ReadTables(dir string) (*Tables, error) {
 }
 
 // tables returns the addresses of the panels' tables, in panel order.
-func (ts *Tables) tables() []**report.Table { return []**report.Table{&ts.StepTime, &ts.Trace, &ts.Agreement} }
+func (ts *Tables) tables() []**report.Table {
+	return []**report.Table{&ts.StepTime, &ts.Trace, &ts.Agreement}
+}
 
 // Missing returns the letters of the panels without a table.
 func (ts *Tables) Missing() []string {

@@ -99,6 +99,9 @@ func runFigureMechanism(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if err := ready(); err != nil {
+		return err
+	}
 	agreeCfg := mechanism.DefaultAgreement
 	agreeCfg.TMax = *tMax
 

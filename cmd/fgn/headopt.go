@@ -57,28 +57,33 @@ func addHeadoptFlags(fs *command) *headoptFlags {
 // load returns the backend, the profile and the data the flags name, refusing data on which a
 // run of the profile's methods would not fit in the machine's memory (train.CheckMemory).
 func (f *headoptFlags) load() (compute.Backend, headopt.Profile, *headopt.Data, error) {
-	if err := checkOutDir("out", *f.out); err != nil {
+	plan, err := profile.Named(*f.profile)
+	switch {
+	case err != nil:
+		err = cli.UsageError{Err: fmt.Errorf("headopt: --profile: %w", err)}
+	case *f.synthetic && *f.features != "":
+		err = cli.Usagef("headopt: --features and --synthetic exclude each other")
+	case !*f.synthetic && *f.features == "":
+		err = cli.Usagef("headopt: name the data: --features DIR (a feature cache) or --synthetic (a stand-in, not Cars196)")
+	default:
+		err = checkOutDir("out", *f.out)
+	}
+	if err == nil {
+		err = ready()
+	}
+	if err != nil {
 		return nil, headopt.Profile{}, nil, err
 	}
 	be, err := newBackend(*f.backend)
 	if err != nil {
 		return nil, headopt.Profile{}, nil, err
 	}
-	plan, err := profile.Named(*f.profile)
-	if err != nil {
-		return nil, headopt.Profile{}, nil, cli.UsageError{Err: fmt.Errorf("headopt: --profile: %w", err)}
-	}
 	p := plan.Headopt
 	var d *headopt.Data
-	switch {
-	case *f.synthetic && *f.features != "":
-		err = cli.Usagef("headopt: --features and --synthetic exclude each other")
-	case *f.synthetic:
+	if *f.synthetic {
 		d, err = headopt.Synthetic(p)
-	case *f.features != "":
+	} else {
 		d, err = headopt.LoadCache(*f.features)
-	default:
-		err = cli.Usagef("headopt: name the data: --features DIR (a feature cache) or --synthetic (a stand-in, not Cars196)")
 	}
 	if err != nil {
 		return be, p, d, err

@@ -57,6 +57,9 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 		return cli.Usagef("reproduce: --features %s: no feature cache there (want %s)", *featuresDir,
 			strings.Join(reproduce.CacheFiles(*featuresDir), ", "))
 	}
+	if err := ready(); err != nil {
+		return err
+	}
 	be, err := newBackend(*backendFlag)
 	if err != nil {
 		return err

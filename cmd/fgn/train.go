@@ -103,6 +103,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err := checkOutDir("out", *out); err != nil {
 		return err
 	}
+	if err := ready(); err != nil {
+		return err
+	}
 	be, err := newBackend(*backendFlag)
 	if err != nil {
 		return err

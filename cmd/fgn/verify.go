@@ -55,6 +55,9 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 		names := slices.Sorted(maps.Keys(a.Profiles))
 		return cli.Usagef("verify: --profile %s: the manifest has profiles %s", *profile, strings.Join(names, ", "))
 	}
+	if err := ready(); err != nil {
+		return err
+	}
 	exe := *fgnPath
 	if exe == "" {
 		if exe, err = os.Executable(); err != nil {

@@ -299,11 +299,19 @@ func ablationStyle(i int) plot.Style {
 	return plot.Series(1)
 }
 
-// AblationFigure draws the ablation from its table (AblationTable, read back from its CSV) as
-// base.{svg,png,pdf}, one row of panels per CG cap: mean test accuracy against optimisation step
-// under each rule with ± 1 std bands, and the mean CG iterations per step since the previous
-// evaluation.
+// AblationFigure draws the ablation (AblationPanels) and writes it as base.{svg,png,pdf}.
 func AblationFigure(t *report.Table, base, title string) ([]string, error) {
+	rows, err := AblationPanels(t, title)
+	if err != nil {
+		return nil, err
+	}
+	return plot.SaveGrid(rows, Figure2Width, Figure2Height, base)
+}
+
+// AblationPanels returns the ablation's panels from its table (AblationTable, read back from its
+// CSV), one row per CG cap: mean test accuracy against optimisation step under each rule with
+// ± 1 std bands, and the mean CG iterations per step since the previous evaluation.
+func AblationPanels(t *report.Table, title string) ([][]*plot.Plot, error) {
 	ds, err := readAblation(t)
 	if err != nil {
 		return nil, err
@@ -338,7 +346,7 @@ func AblationFigure(t *report.Table, base, title string) ([]string, error) {
 		}
 		rows = append(rows, []*plot.Plot{acc, cg})
 	}
-	return plot.SaveGrid(rows, Figure2Width, Figure2Height, base)
+	return rows, nil
 }
 
 // AblationCaption returns the ablation's caption from its table (AblationTable with its
@@ -359,7 +367,7 @@ func AblationCaption(t *report.Table, title string) (string, error) {
 		"‖(H\\_FGN + λI)d + g‖ ≤ tol·‖g‖ (the library's default), each at two CG iteration caps: %s. "+
 		"Left: mean test accuracy (± 1 std shaded) against optimisation step. Right: mean CG iterations per step "+
 		"between evaluations, in the same styles.\n", get("method"), report.RecordedCode(t, "settings"), get("seeds"), get("cg_max_iterations"))
-	fmt.Fprintf(b, "Run on %s, profile %s. No clock is involved: rerunning a seed on the same backend gives the same numbers.\n",
+	fmt.Fprintf(b, "Run on %s, profile %s. No clock is involved: rerunning a seed on the same backend, build and CPU vector width gives the same numbers.\n",
 		report.MeasuredOn(t), get("profile"))
 	for c, d := range ds {
 		fmt.Fprintf(b, "\n(%c, %c) At most %d CG iterations: ", 'a'+2*c, 'b'+2*c, d.cap)

@@ -87,13 +87,22 @@ func (mc *meanCurves) yFloor() float64 {
 	return math.Max(0, lo-0.05*(hi-lo))
 }
 
-// Figure draws Figure 2 from the wall-time curves (CurvesTable) and the step curves
-// (StepCurvesTable), both read back from their CSV files, and writes it as base.{svg,png,pdf}:
-// (a) mean test accuracy against optimisation time, each method's whole run, with ± 1 std
-// bands and the shared horizon of Table 1 as a vertical line; (b) the same runs against steps.
-// Both panels draw the thresholds (percent) and share the accuracy axis; each panel's legend
-// goes where nothing else is drawn, the bottom right corner first (plot.SaveRow).
+// Figure draws Figure 2 (Figure2Panels) and writes it as base.{svg,png,pdf}.
 func Figure(curves, steps *report.Table, thresholds []float64, base, title string) ([]string, error) {
+	panels, err := Figure2Panels(curves, steps, thresholds, title)
+	if err != nil {
+		return nil, err
+	}
+	return plot.SaveRow(panels, Figure2Width, Figure2Height, base)
+}
+
+// Figure2Panels returns the panels of Figure 2 from the wall-time curves (CurvesTable) and the
+// step curves (StepCurvesTable), both read back from their CSV files: (a) mean test accuracy
+// against optimisation time, each method up to the end of the shortest of its seeds' runs, with
+// ± 1 std bands and the shared horizon of Table 1 as a vertical line; (b) the same runs against
+// steps. Both panels draw the thresholds (percent) and share the accuracy axis; each panel's
+// legend goes where nothing else is drawn, the bottom right corner first (plot.SaveRow).
+func Figure2Panels(curves, steps *report.Table, thresholds []float64, title string) ([]*plot.Plot, error) {
 	h, ok := curves.Lookup("horizon_s")
 	if !ok {
 		return nil, fmt.Errorf("headopt: the curves table has no horizon_s comment")
@@ -127,7 +136,7 @@ func Figure(curves, steps *report.Table, thresholds []float64, base, title strin
 	a.Y.Min, b.Y.Min = lo, lo
 	a.Y.Max = math.Max(a.Y.Max, b.Y.Max)
 	b.Y.Max = a.Y.Max
-	return plot.SaveRow([]*plot.Plot{a, b}, Figure2Width, Figure2Height, base)
+	return []*plot.Plot{a, b}, nil
 }
 
 // Figure2Width and Figure2Height are the size of each panel of Figure 2 and of the ablation's

@@ -56,7 +56,7 @@ func Markdown(t *report.Table, title string) (string, error) {
 	}
 	fmt.Fprintf(&b, "\n**By step.** The same runs at their last evaluation step, and the first evaluation step at which "+
 		"the mean accuracy reaches each threshold (\"–\": never). No clock is involved: rerunning a seed on the same "+
-		"backend gives the same numbers.\n\n| Method | Steps | Acc. at the end | CE at the end |")
+		"backend, build and CPU vector width gives the same numbers.\n\n| Method | Steps | Acc. at the end | CE at the end |")
 	for _, thr := range thresholds {
 		fmt.Fprintf(&b, " Steps to %g%% |", thr)
 	}

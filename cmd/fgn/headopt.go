@@ -119,8 +119,12 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 	thresholdsFlag := fs.String("thresholds", "", "comma-separated time-to-threshold accuracies in percent (default: 42,43,44 on Cars196, the profile's scaled ones on the stand-in, none on other caches)")
 	gridPoints := fs.intAtLeast("grid-points", headopt.DefaultGridPoints, 2, "points of the shared wall-time grid")
 	seeds := fs.optionalInt("seeds", "the profile's count", 1, "run seeds 1..N (e.g. 1 to time one seed of the full protocol)")
+	fromCSV := fs.Bool("from-csv", false, "compute nothing: redraw Figure 2, Table 1's Markdown and LaTeX and the caption from the CSV files in --out")
 	if err := fs.parse(args); err != nil {
 		return err
+	}
+	if *fromCSV {
+		return redrawHeadopt(fs, hf, stdout)
 	}
 	var thresholds []float64 // nil: headopt.Thresholds
 	if *thresholdsFlag != "" {
@@ -171,6 +175,33 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "\n%s", md)
 	}
 	return nil
+}
+
+// redrawHeadopt is "headopt --from-csv": Figure 2, Table 1's Markdown and LaTeX and the caption
+// drawn again from the CSV files of a finished sweep in --out, for the data --features or
+// --synthetic names (the file names' tag and the titles).
+func redrawHeadopt(fs *command, hf *headoptFlags, stdout io.Writer) error {
+	if err := fs.notApplicable("--from-csv computes nothing", "profile", "config", "thresholds", "grid-points", "seeds", "backend"); err != nil {
+		return err
+	}
+	if *hf.synthetic == (*hf.features != "") {
+		return cli.Usagef("headopt: name the data of the CSV files: --features DIR or --synthetic")
+	}
+	if err := checkOutDir("out", *hf.out); err != nil {
+		return err
+	}
+	if err := ready(); err != nil {
+		return err
+	}
+	tag, title, err := headopt.CacheNames(*hf.features) // "" for the stand-in
+	if err != nil {
+		return err
+	}
+	paths, err := headopt.Redraw(headopt.FilesFor(*hf.out, tag), title, tag)
+	for _, path := range paths {
+		fmt.Fprintf(stdout, "wrote %s\n", path)
+	}
+	return err
 }
 
 // runHeadoptSelect is "headopt select".

@@ -118,34 +118,6 @@ func maxOf(xs []float64) float64 {
 	return m
 }
 
-// WriteTable writes the summary table as base.csv, base.md and base.tex (each atomically),
-// rendering the Markdown and LaTeX from the CSV as read back, and returns the paths.
-func WriteTable(t *report.Table, base, title, tag string) ([]string, error) {
-	if err := t.Write(base + ".csv"); err != nil {
-		return nil, err
-	}
-	paths := []string{base + ".csv"}
-	back, err := report.Read(base + ".csv")
-	if err != nil {
-		return paths, err
-	}
-	md, err := Markdown(back, title)
-	if err != nil {
-		return paths, err
-	}
-	tex, err := LaTeX(back, title, tag)
-	if err != nil {
-		return paths, err
-	}
-	for _, f := range []struct{ ext, text string }{{".md", md}, {".tex", tex}} {
-		if err := writeText(base+f.ext, f.text); err != nil {
-			return paths, err
-		}
-		paths = append(paths, base+f.ext)
-	}
-	return paths, nil
-}
-
 func writeText(path, text string) error {
 	return atomicfile.Write(path, func(w io.Writer) error {
 		_, err := io.WriteString(w, text)

@@ -63,7 +63,7 @@ func extractCommands(file string, data []byte) []docCommand {
 		}
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	var pending *docCommand // a command continued by a trailing backslash
+	pending := -1 // the index in out of a command continued by a trailing backslash
 	// Inline code may run over several lines of a paragraph: paragraphs are read whole.
 	var para strings.Builder
 	paraLine := 0
@@ -98,20 +98,20 @@ func extractCommands(file string, data []byte) []docCommand {
 			if block != "sh" && block != "bash" {
 				continue
 			}
-			text := stripComment(line)
-			if pending != nil {
-				pending.text += " " + strings.TrimSpace(text)
+			text := strings.TrimSpace(stripComment(line))
+			if pending >= 0 {
+				out[pending].text += " " + text
 			} else {
-				out = append(out, docCommand{file, n, strings.TrimSpace(text)})
-				pending = &out[len(out)-1]
+				out = append(out, docCommand{file, n, text})
+				pending = len(out) - 1
 			}
-			if strings.HasSuffix(pending.text, "\\") {
-				pending.text = strings.TrimSpace(strings.TrimSuffix(pending.text, "\\"))
+			if c := &out[pending]; strings.HasSuffix(c.text, "\\") {
+				c.text = strings.TrimSpace(strings.TrimSuffix(c.text, "\\"))
 			} else {
-				if pending.text == "" {
-					out = out[:len(out)-1]
+				if c.text == "" {
+					out = out[:pending]
 				}
-				pending = nil
+				pending = -1
 			}
 			continue
 		}

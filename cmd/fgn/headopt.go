@@ -119,7 +119,7 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 	thresholdsFlag := fs.String("thresholds", "", "comma-separated time-to-threshold accuracies in percent (default: 42,43,44 on Cars196, the profile's scaled ones on the stand-in, none on other caches)")
 	gridPoints := fs.intAtLeast("grid-points", headopt.DefaultGridPoints, 2, "points of the shared wall-time grid")
 	seeds := fs.optionalInt("seeds", "the profile's count", 1, "run seeds 1..N (e.g. 1 to time one seed of the full protocol)")
-	fromCSV := fs.Bool("from-csv", false, "compute nothing: redraw Figure 2, Table 1's Markdown and LaTeX and the caption from the CSV files in --out")
+	fromCSV := fs.Bool("from-csv", false, "compute nothing: redraw Figure 2, Table 1's Markdown and LaTeX and the caption, and the CG stopping-rule ablation's figure and caption, from the CSV files in --out")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -178,8 +178,9 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 }
 
 // redrawHeadopt is "headopt --from-csv": Figure 2, Table 1's Markdown and LaTeX and the caption
-// drawn again from the CSV files of a finished sweep in --out, for the data --features or
-// --synthetic names (the file names' tag and the titles).
+// drawn again from the CSV files of a finished sweep in --out, and the CG stopping-rule ablation's
+// figure and caption when its CSV file is there (fgn reproduce writes it), for the data
+// --features or --synthetic names (the file names' tag and the titles).
 func redrawHeadopt(fs *command, hf *headoptFlags, stdout io.Writer) error {
 	if err := fs.notApplicable("--from-csv computes nothing", "profile", "config", "thresholds", "grid-points", "seeds", "backend"); err != nil {
 		return err
@@ -198,10 +199,21 @@ func redrawHeadopt(fs *command, hf *headoptFlags, stdout io.Writer) error {
 		return err
 	}
 	paths, err := headopt.Redraw(headopt.FilesFor(*hf.out, tag), title, tag)
+	if ablation := headopt.AblationFilesFor(*hf.out, tag); err == nil && exists(ablation.Steps) {
+		var more []string
+		more, err = headopt.RedrawAblation(ablation, title)
+		paths = append(paths, more...)
+	}
 	for _, path := range paths {
 		fmt.Fprintf(stdout, "wrote %s\n", path)
 	}
 	return err
+}
+
+// exists reports whether a file is at path.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // runHeadoptSelect is "headopt select".

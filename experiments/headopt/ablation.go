@@ -133,17 +133,24 @@ func MakeAblation(be compute.Backend, cfg AblationConfig, d *Data) ([]string, er
 	if err := t.Write(files.Steps); err != nil {
 		return nil, err
 	}
-	paths := []string{files.Steps}
-	back, err := report.Read(files.Steps)
+	drawn, err := RedrawAblation(files, d.Title())
+	return append([]string{files.Steps}, drawn...), err
+}
+
+// RedrawAblation draws the ablation's figure (AblationFigure) and caption (AblationCaption) from
+// its CSV file in files, for data titled title, and returns the paths written. MakeAblation
+// calls it once the CSV file is written; redrawn from the same file, the outputs have the same
+// bytes.
+func RedrawAblation(files AblationFiles, title string) ([]string, error) {
+	t, err := report.Read(files.Steps)
+	if err != nil {
+		return nil, err
+	}
+	paths, err := AblationFigure(t, files.Figure, title)
 	if err != nil {
 		return paths, err
 	}
-	figs, err := AblationFigure(back, files.Figure, d.Title())
-	paths = append(paths, figs...)
-	if err != nil {
-		return paths, err
-	}
-	text, err := AblationCaption(back, d.Title())
+	text, err := AblationCaption(t, title)
 	return writeCaption(paths, files.Caption, text, err)
 }
 
@@ -379,7 +386,7 @@ func AblationCaption(t *report.Table, title string) (string, error) {
 		}
 		var parts []string
 		for i, r := range StoppingRules {
-			parts = append(parts, fmt.Sprintf("%s %.3g", RuleLabel(r), d.meanCGPerStep(i)))
+			parts = append(parts, fmt.Sprintf("%s %.4g", RuleLabel(r), d.meanCGPerStep(i)))
 		}
 		if differ == 0 {
 			fmt.Fprintf(b, "the rules stop CG after the same mean number of iterations in each of the %d intervals between evaluations", len(d.steps)-1)

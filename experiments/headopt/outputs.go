@@ -1,6 +1,8 @@
 package headopt
 
 import (
+	"fmt"
+
 	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/report"
 )
@@ -64,7 +66,7 @@ func Redraw(files Files, title, tag string) ([]string, error) {
 	for i, path := range []string{files.Curves, files.Steps, files.Table + ".csv"} {
 		t, err := report.Read(path)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("headopt: a finished sweep's CSV file: %w (fgn headopt writes it)", err)
 		}
 		tabs[i] = t
 	}

@@ -3,7 +3,6 @@ package zoo
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"gonum.org/v1/plot/plotter"
 
@@ -57,10 +56,7 @@ func Figure(runs []*Run, task string, base string) ([]string, error) {
 		}
 		if target := targetOf(s, tuned, m); !math.IsNaN(target) {
 			plot.AddHLine(p, 100*target)
-			xmin, xmax, _, _ := plotter.XYRange(slices.Concat(curves...))
-			curves = append(curves, plotter.XYs{{X: xmin, Y: 100 * target}, {X: xmax, Y: 100 * target}})
 		}
-		plot.ClearLegend(p, plot.PanelWidth, plot.PanelHeight, curves...)
 		panels = append(panels, p)
 	}
 	if len(panels) == 0 {

@@ -209,7 +209,7 @@ func (o *gnOptimizer) linearization(scope *model.Scope, g *Graph, rec *graphReco
 	}
 	_, params := trainableVariables(scope, g)
 	autodiff := Linearize(rec.logits, params)
-	head, why := recogniseAffineHead(rec.logits, autodiff.(*autodiffLinearization).walk)
+	head, why := recogniseAffineHead(rec.logits, params)
 	if head != nil {
 		gram := ""
 		if o.c.fgn && o.c.s.RowOperator == ClosedFormGram {

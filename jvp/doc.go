@@ -1,8 +1,8 @@
 // Package jvp differentiates GoMLX graphs in forward mode: it builds Jacobian-vector products
 // J v of any nodes of a graph with respect to any nodes they depend on, which GoMLX's reverse
 // mode (graph.Gradient) does not offer. With both modes one gets Hessian-vector products by
-// forward-over-reverse (the J v of a gradient), Gauss-Newton products Jᵀ(H (J v)) for least
-// squares and classifiers, and Jacobian products for sensitivity analysis.
+// forward-over-reverse (the J v of a gradient, see Example), Gauss-Newton products Jᵀ(H (J v))
+// for least squares and classifiers, and Jacobian products for sensitivity analysis.
 //
 //   - JVP(outputs, wrt, tangents) returns J v, propagating the tangents through the graph once.
 //   - Linearize(outputs, wrt) builds J once and applies it, and its transpose, to any number of
@@ -37,7 +37,7 @@
 //	Exp Expm1 Log Log1p Tanh Logistic Sqrt       the derivative, from the op's input and output
 //	Rsqrt Erf Abs Sin Cos Pow
 //	Sign Floor Ceil Round                        zero
-//	Max Min Clamp                                the tangent of the operand selected, first at ties
+//	Max Min Clamp                                the tangent of the operand selected (GoMLX's at ties)
 //	FusedActivation (ReLU, GELU, swish, …)       its VJP, which is its JVP (diagonal Jacobian)
 //	ReduceMax ReduceMin                          the mean of the tangents of the tied entries
 //	ReduceWindow                                 sum pooling: linear; max and min pooling: the
@@ -45,9 +45,9 @@
 //
 // Every other op falls back to the double VJP of that op alone, J_n t = ∇_a⟨J_nᵀa, t⟩ at a = 0
 // with J_nᵀa from GoMLX's VJP of the op: it covers the fused ops whose VJP GoMLX builds from
-// their decomposed form (FusedSoftmax, FusedLayerNorm) and any op whose VJP GoMLX can
-// differentiate again (DynamicSlice, ScatterSum, …). An op that neither covers panics when its
-// product is built, naming the op and the nodes of wrt it depends on.
+// their decomposed form (FusedSoftmax, FusedLayerNorm) and any other op whose VJP GoMLX can
+// differentiate again. An op that neither covers panics when its product is built, naming the op
+// and the nodes of wrt it depends on.
 //
 // At ties (ReduceMax, ReduceMin, Max, Min, max pooling) J v is the directional derivative wherever
 // the tied entries' tangents are equal, as when they are the same parameter. For ReduceMax and

@@ -12,14 +12,16 @@ import (
 
 // walk is the part of a built graph that lies between a set of source nodes and some outputs:
 // the nodes the outputs depend on that depend on a source, in topological order (every node
-// after its inputs). It serves two transformations:
+// after its inputs). It serves three transformations:
 //
-//   - clone rebuilds the outputs with other nodes substituted for some of the walk's nodes
-//     (Node.CloneWithInputs on each node downstream of a substitute): the outputs at other
-//     values of the sources (Linearization.At), or a map built once from placeholder inputs and
-//     applied to other inputs (linearMap);
+//   - clone rebuilds the outputs with other nodes substituted for the sources (Node.CloneWithInputs
+//     on each node downstream of a substitute): the outputs at other values of the sources
+//     (Linearization.At), or a map built once from placeholder inputs and applied to other inputs
+//     (linearMap);
 //   - tangent propagates tangents of the sources forward through the walk (the engine,
-//     tangent.go) and returns the outputs' tangents: J v.
+//     tangent.go) and returns the outputs' tangents: J v;
+//   - transpose returns Jᵀu by GoMLX's reverse mode, on a clone whose ops follow the forward
+//     rules' conventions (Adjoints).
 //
 // Nodes that do not depend on a source (the batch, non-trainable variables) are shared, never
 // copied.

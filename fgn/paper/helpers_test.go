@@ -70,7 +70,7 @@ func flatten(v fgn.Vec) *Node {
 	return Concatenate(parts, 0)
 }
 
-// check fails the test when err > tol, printing both.
+// check fails the test when err > tol, printing both; dot is the inner product.
 var check, dot = ref.Check, ref.Dot
 
 // matVec returns A x + λx for a flat row-major n×n A.

@@ -18,6 +18,26 @@ func JVP(outputs, wrt, tangents []*Node) []*Node {
 	return newWalk(outputs, wrt).tangent(tangents)
 }
 
+// Substitute returns outputs computed with values in place of the nodes wrt (shaped like them),
+// by a clone of the nodes between wrt and the outputs: a function of the graph evaluated at
+// another point, such as a trial step's. An output that does not depend on wrt is returned as it
+// is; it panics if none does.
+func Substitute(outputs, wrt, values []*Node) []*Node {
+	return newWalk(outputs, wrt).at(values)
+}
+
+// Dependents returns the nodes between wrt and outputs: those the outputs depend on that depend
+// on a node of wrt (and are not one), in topological order, every node after its inputs. They are
+// the nodes JVP gives a tangent to and Substitute clones; none when no output depends on wrt.
+func Dependents(outputs, wrt []*Node) []*Node {
+	source := make(map[*Node]int, len(wrt))
+	for i, n := range wrt {
+		source[n] = i
+	}
+	nodes, _ := dependents(outputs, source)
+	return nodes
+}
+
 // Linearization is a differentiable map of graph nodes, outputs = f(wrt), linearised at the
 // values wrt have in the graph: the Jacobian J of the outputs with respect to wrt, built once and
 // applied to any number of tangents (JVP) and cotangents (VJP), and f evaluated at other values

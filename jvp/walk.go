@@ -38,13 +38,24 @@ func newWalk(outputs, sources []*Node) *walk {
 	for i, src := range sources {
 		w.source[src] = i
 	}
+	var reached bool
+	if w.nodes, reached = dependents(outputs, w.source); !reached {
+		exceptions.Panicf("jvp: %s does not depend on any of the %d nodes it is differentiated with respect to",
+			outputs[0], len(sources))
+	}
+	return w
+}
+
+// dependents returns the nodes the outputs depend on that depend on a source (but are not one),
+// in topological order, and whether any output depends on a source or is one.
+func dependents(outputs []*Node, source map[*Node]int) (nodes []*Node, reached bool) {
 	depends := make(map[*Node]bool)
 	var visit func(n *Node) bool
 	visit = func(n *Node) bool {
 		if d, seen := depends[n]; seen {
 			return d
 		}
-		if _, ok := w.source[n]; ok {
+		if _, ok := source[n]; ok {
 			depends[n] = true
 			return true
 		}
@@ -56,21 +67,16 @@ func newWalk(outputs, sources []*Node) *walk {
 		}
 		depends[n] = d
 		if d {
-			w.nodes = append(w.nodes, n)
+			nodes = append(nodes, n)
 		}
 		return d
 	}
-	reached := false
 	for _, out := range outputs {
 		if visit(out) {
 			reached = true
 		}
 	}
-	if !reached {
-		exceptions.Panicf("jvp: %s does not depend on any of the %d nodes it is differentiated with respect to",
-			outputs[0], len(sources))
-	}
-	return w
+	return nodes, reached
 }
 
 // at returns the outputs computed from values in place of the sources (same shapes and dtypes).

@@ -9,6 +9,8 @@
 //     vectors (Linearization.JVP and Linearization.VJP, ⟨J v, u⟩ = ⟨v, Jᵀu⟩), and evaluates the
 //     outputs at other values of wrt (Linearization.At). Its products may be applied inside a
 //     While loop (Linearization.WhileSafe).
+//   - Substitute evaluates outputs at other values of wrt, and Dependents lists the nodes between
+//     wrt and the outputs, those JVP gives a tangent to.
 //   - MatchAffine recognises outputs that are a dense layer affine in wrt, whose products have
 //     closed forms.
 //

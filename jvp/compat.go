@@ -10,9 +10,10 @@ const (
 	// compatOpParams: GoMLX exposes an op's inputs (Node.Inputs) and a way to rebuild it
 	// (Node.CloneWithInputs), but not its static parameters (DotGeneral's axes, ReduceWindow's
 	// window, FusedDense's configuration, …), which the pooling and FusedDense rules, the
-	// relayout pass and MatchAffine need. params.go reads them by reflection, from the unexported
-	// field Node.inputs and the unexported fields of the generated nodeInputs structs; it is the
-	// only file of the module that reflects on GoMLX's types. Upstream, an accessor generated with
+	// relayout pass, MatchAffine and the clone of an attention layer need. params.go reads them by
+	// reflection, from the unexported field Node.inputs and the unexported fields of the generated
+	// nodeInputs structs (a pointer, which reflection does not hand out, through its address); it
+	// is the only file of the module that reflects on GoMLX's types. Upstream, an accessor generated with
 	// the ops would remove it: the parameter structs exported (graph.NodeInputsDotGeneral with
 	// LhsContractingAxes, …) and returned by a method of Node,
 	//
@@ -60,6 +61,17 @@ const (
 	// dOutput and computes another product. cloneNode (params.go) reorders them. Checked:
 	// gomlx v0.28.16. Test: TestCompatFusedActivationVJPClone.
 	compatFusedActivationVJPClone = "FusedActivationVJP clones with x and dOutput swapped"
+
+	// compatMultiOutputClone: GoMLX's Node.CloneWithInputs of an op that may return extra outputs
+	// for its VJP (FusedScaledDotProductAttention, BatchNormForTraining, RNGBitGenerator) returns
+	// the first input of the node it rebuilds (r0.inputNodes[0]), which is the op's output only when
+	// the backend returned the extra outputs (splitNode then makes a node per output); the pure-Go
+	// backend returns one, so the clone of an attention layer is its query, and
+	// Linearization.At (fgn's LogitsAt, and so the Levenberg-Marquardt trial loss) of every model
+	// with GoMLX's MultiHeadAttention was wrong. cloneNode (params.go) rebuilds
+	// FusedScaledDotProductAttention from its parameters with BackendFusedScaledDotProductAttention.
+	// Checked: gomlx v0.28.16, compute v0.1.14 (pure-Go backend). Test: TestCompatMultiOutputClone.
+	compatMultiOutputClone = "CloneWithInputs of a one-output multi-output op returns its first input"
 
 	// compatWhileGradient: a Gradient built inside a While body fails on the pure-Go backend
 	// ("input 0 for node Mul not computed yet"): it compiles a closure's execution plan when the

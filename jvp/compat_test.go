@@ -53,6 +53,9 @@ func TestCompatOpParams(t *testing.T) {
 	reduceMax, reduceMin := ReduceMax(x, 2, 0), ReduceMin(x, 1)
 	broadcast := ExpandAndBroadcast(f32("v", 3), []int{2, 3, 5}, []int{0, 2})
 	transpose := TransposeAllAxes(x, 2, 0, 1)
+	qkv := f32("a", 2, 3, 1, 4)
+	attentionConfig := &compute.ScaledDotProductAttentionConfig{Scale: 0.25, Causal: true}
+	att, _ := BackendFusedScaledDotProductAttention(qkv, qkv, qkv, compute.AttentionAxesLayoutBSHD, attentionConfig)
 
 	for _, tc := range []struct {
 		op        *Node
@@ -80,6 +83,10 @@ func TestCompatOpParams(t *testing.T) {
 		{reduceMin, func() any { return reducedAxes(reduceMin) }, []int{1}, NodeTypeReduceMin},
 		{broadcast, func() any { return broadcastAxes(broadcast) }, []int{1}, NodeTypeBroadcastInDim},
 		{transpose, func() any { return permutation(transpose) }, []int{2, 0, 1}, NodeTypeTranspose},
+		{att, func() any {
+			layout, options := attention(att)
+			return fmt.Sprint(layout, options == attentionConfig, *options)
+		}, fmt.Sprint(compute.AttentionAxesLayoutBSHD, true, *attentionConfig), NodeTypeFusedScaledDotProductAttention},
 	} {
 		if tc.op.Type() != tc.wantOpTyp {
 			t.Errorf("the canary built %s where it meant %s: fix the test", tc.op.Type(), tc.wantOpTyp)
@@ -140,6 +147,23 @@ func TestCompatFusedDenseVJPNoGradient(t *testing.T) {
 	x, w := shapes.Make(dtypes.Float64, 4, 3), shapes.Make(dtypes.Float64, 3, 2)
 	err := doubleVJPError(func(x, w *Node) *Node { return nn.Dense(x, w, nil, compute.DenseLayoutInputOutputs) }, x, w)
 	present(t, compatFusedDenseVJPNoGradient, err, "FusedDenseVJP", "FusedDenseVJP is differentiated")
+}
+
+func TestCompatMultiOutputClone(t *testing.T) {
+	q := make([]float64, 2*3*1*2)
+	for k := range q {
+		q[k] = float64(k%5) - 1.5
+	}
+	out := run(t, func(in []*Node) []*Node {
+		x := Reshape(in[0], 2, 3, 1, 2)
+		att, _ := BackendFusedScaledDotProductAttention(x, MulScalar(x, 0.5), OnesLike(x),
+			compute.AttentionAxesLayoutBSHD, &compute.ScaledDotProductAttentionConfig{})
+		return []*Node{att, att.CloneWithInputs(att.Inputs()...)}
+	}, q)
+	if ref.RelErr(out[1], out[0]) < 1e-12 {
+		fixed(t, compatMultiOutputClone, "a FusedScaledDotProductAttention node cloned with its own inputs computes the same")
+	}
+	t.Logf("still present: attention %v, its clone %v (the query %v)", out[0], out[1], q)
 }
 
 func TestCompatFusedActivationVJPClone(t *testing.T) {

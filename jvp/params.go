@@ -2,6 +2,7 @@ package jvp
 
 import (
 	"reflect"
+	"unsafe"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -117,12 +118,33 @@ func permutation(n *Node) []int { return ints(n, "permutation") }
 // splitIndex reads which output of its multi-output input SplitNode n is.
 func splitIndex(n *Node) int { return int(param(n, "index", reflect.Int).Int()) }
 
+// attention reads the axes layout and configuration of FusedScaledDotProductAttention node n.
+func attention(n *Node) (compute.AttentionAxesLayout, *compute.ScaledDotProductAttentionConfig) {
+	layout := compute.AttentionAxesLayout(param(n, "axesLayout", reflect.Int).Int())
+	options := param(n, "options", reflect.Pointer)
+	if want := reflect.TypeFor[*compute.ScaledDotProductAttentionConfig](); options.Type() != want {
+		exceptions.Panicf("jvp: cannot read the parameter \"options\" of op %s: it is a %s, not a %s "+
+			"(see compat.go: compatOpParams)", n.Type(), options.Type(), want)
+	}
+	// Interface is refused on an unexported field: the pointer is read as an address.
+	return layout, (*compute.ScaledDotProductAttentionConfig)(unsafe.Pointer(options.Pointer()))
+}
+
 // cloneNode returns n's op applied to the inputs in, listed as n.Inputs lists them: it is
-// n.CloneWithInputs(in...), except for FusedActivationVJP, whose clone reads its inputs in
-// another order than Node.Inputs lists them (see compat.go: compatFusedActivationVJPClone).
+// n.CloneWithInputs(in...), but for the ops whose clone GoMLX builds wrong: FusedActivationVJP,
+// whose clone reads its inputs in another order than Node.Inputs lists them (see compat.go:
+// compatFusedActivationVJPClone), and FusedScaledDotProductAttention, whose clone is its query,
+// and which is rebuilt from its parameters (see compat.go: compatMultiOutputClone).
 func cloneNode(n *Node, in []*Node) *Node {
-	if n.Type() == NodeTypeFusedActivationVJP && len(in) == 3 {
-		in[1], in[2] = in[2], in[1]
+	switch n.Type() {
+	case NodeTypeFusedActivationVJP:
+		if len(in) == 3 {
+			in[1], in[2] = in[2], in[1]
+		}
+	case NodeTypeFusedScaledDotProductAttention:
+		layout, options := attention(n)
+		out, _ := BackendFusedScaledDotProductAttention(in[0], in[1], in[2], layout, options)
+		return out
 	}
 	return n.CloneWithInputs(in...)
 }

@@ -77,6 +77,39 @@ func TestLinearizeZoo(t *testing.T) {
 	}
 }
 
+// TestLinearizeZooLogitsAt checks, on every layer of the zoo, that Linearization.At, the logits
+// at other parameters that an optimizer's trial step takes (fgn's LogitsAt), equals the model's
+// logits evaluated at those parameters.
+func TestLinearizeZooLogitsAt(t *testing.T) {
+	for i, tc := range layerzoo.Cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			m := layerzoo.New(t, testBackend, tc, uint64(300+i))
+			w := m.Params(t)
+			shifted := slices.Clone(w)
+			for k, v := range ref.RandVec(m.Rng, len(w)) {
+				shifted[k] += 0.3 * v
+			}
+			n := len(m.Vars)
+			out, err := model.MustNewExec(testBackend, m.Store, func(scope *model.Scope, in []*Node) *Node {
+				params := make([]*Node, n)
+				for k, p := range m.Vars {
+					params[k] = p.NodeValue(in[0].Graph())
+				}
+				return Linearize([]*Node{tc.Build(scope, in[0])}, params).At(in[1:]...)[0]
+			}).Call(append([]any{m.X}, m.Split(shifted)...)...)
+			if err != nil {
+				t.Fatalf("%s: %+v", tc.Name, err)
+			}
+			got, err := graphrun.Floats(out[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.SetParams(t, shifted)
+			ref.Check(t, "At(w') vs the model's logits at w' (relative)", ref.RelErr(got, m.Logits(t)), 1e-12)
+		})
+	}
+}
+
 // TestReduceMaxTies checks J_z v of a bag-of-embeddings model max-pooled over sequences with
 // repeated tokens, whose rows tie in the max, against central differences (exact to rounding:
 // the logits are piecewise bilinear in the parameters, and a tie of one token's rows persists

@@ -18,6 +18,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/layers"
 	"github.com/gomlx/gomlx/ml/layers/activation"
+	"github.com/gomlx/gomlx/ml/layers/attention"
 	layernorm "github.com/gomlx/gomlx/ml/layers/norm"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/nn"
@@ -136,6 +137,14 @@ var Cases = []Case{
 	{"mean pooling", []int{6, 6, 6, 2}, 0, NodeTypeReduceWindow, func(scope *model.Scope, x *Node) *Node {
 		c := layers.Convolution(scope.In("conv"), x).Filters(3).KernelSize(3).PadSame().Done()
 		return Head(scope, MeanPool(Tanh(c)).Window(2).Done())
+	}},
+	{"multi-head attention, masked", []int{6, 5, 4}, 0, NodeTypeFusedScaledDotProductAttention, func(scope *model.Scope, x *Node) *Node {
+		mask := GreaterThan(ReduceSum(x, -1), ScalarZero(x.Graph(), x.DType())) // b×L
+		mask = LogicalOr(mask, Equal(Iota(x.Graph(), shapes.Make(dtypes.Int32, x.Shape().Dim(0), x.Shape().Dim(1)), 1),
+			ScalarZero(x.Graph(), dtypes.Int32))) // every query attends to at least one key
+		h := attention.MultiHeadAttention(scope.In("attention"), x, x, x, 2, 3).WithKeyMask(mask).WithQueryMask(mask).
+			WithOutputDim(4).Done()
+		return Head(scope, ReduceMean(h, 1))
 	}},
 	// A bag of embeddings max-pooled over the sequence: 8 tokens from a vocabulary of 3 repeat,
 	// and a repeated token's rows tie in the max.

@@ -47,9 +47,9 @@
 //
 // Every other op falls back to the double VJP of that op alone, J_n t = ∇_a⟨J_nᵀa, t⟩ at a = 0
 // with J_nᵀa from GoMLX's VJP of the op: it covers the fused ops whose VJP GoMLX builds from
-// their decomposed form (FusedSoftmax, FusedLayerNorm) and any other op whose VJP GoMLX can
-// differentiate again. An op that neither covers panics when its product is built, naming the op
-// and the nodes of wrt it depends on.
+// their decomposed form (FusedSoftmax, FusedLayerNorm, FusedScaledDotProductAttention) and any
+// other op whose VJP GoMLX can differentiate again. An op that neither covers panics when its
+// product is built, naming the op and the nodes of wrt it depends on.
 //
 // At ties (ReduceMax, ReduceMin, Max, Min, max pooling) J v is the directional derivative wherever
 // the tied entries' tangents are equal, as when they are the same parameter. For ReduceMax and

@@ -269,7 +269,7 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 	}
 	dir.Damping = o.stepDamping(lin, labels, dir, alpha, updated, lambdaState)
 	// A step not taken (not finite, or rejected by an adaptive damping policy) changes nothing
-	// but an adaptive policy's λ.
+	// but an adaptive policy's λ and the telemetry (recordGainRatio, the skipped steps).
 	for k, v := range warm {
 		v.SetNodeValue(keepUnless(dir.Damping.Accepted, StopGradient(dir.Solution[k]), x0[k]))
 	}

@@ -27,12 +27,12 @@ const accuracyMargin = 0.015
 var defaults = []Optimizer{Candidates[0], Candidates[1]}
 
 // testBudgets are the budgets of the zoo's tests per model: the MLPs' 10 epochs and the linear
-// head's 20; 2 epochs of the CNN and 1 of the residual CNN, whose Gauss-Newton steps cost most
-// (BenchmarkZooProducts); 5 epochs (110 steps) of the FNN; 2 epochs (250 steps) of the
-// transformer and the bag of embeddings, and 50 steps of the text CNN.
+// head's 20; 2 epochs of the CNN and the FNN and 1 of the residual CNN, whose Gauss-Newton steps
+// cost most (BenchmarkZooProducts); 1 epoch (125 steps) of the transformer, 2 of the bag of
+// embeddings, and 25 steps of the text CNN.
 var testBudgets = map[string]Config{"relu-mlp": {Epochs: 10}, "tanh-mlp": {Epochs: 10}, "cnn": {Epochs: 2},
-	"resnet-cnn": {Epochs: 1}, "linear": {Epochs: 20}, "fnn": {Epochs: 5}, "transformer": {Epochs: 2},
-	"text-cnn": {Epochs: 1, Steps: 50}, "bag-of-embeddings": {Epochs: 2}}
+	"resnet-cnn": {Epochs: 1}, "linear": {Epochs: 20}, "fnn": {Epochs: 2}, "transformer": {Epochs: 1},
+	"text-cnn": {Epochs: 1, Steps: 25}, "bag-of-embeddings": {Epochs: 2}}
 
 // testRuns memoises the runs of the tests, which share them.
 var testRuns = map[string]*Run{}

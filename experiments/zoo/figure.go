@@ -19,9 +19,10 @@ var figureMethods = []struct {
 
 // Figure draws held-out accuracy against training time for FGN(), SGN() and tuned Adam, one
 // panel per model of the task, and writes it to base.svg, base.png and base.pdf: each curve the
-// mean over the seeds, after each epoch, of the accuracy against the training seconds
-// (compilation and evaluation excluded; Epoch.Seconds), with the time-to-accuracy target (tuned
-// Adam's final mean less AccuracyTolerance) as a dashed line. It returns the paths written.
+// mean over the seeds, before training and after each epoch, of the accuracy against the
+// training seconds (compilation and evaluation excluded; Epoch.Seconds), with the
+// time-to-accuracy target (tuned Adam's final mean less AccuracyTolerance) as a dashed line; the
+// accuracy axis spans the accuracies after the first epoch. It returns the paths written.
 func Figure(runs []*Run, task string, base string) ([]string, error) {
 	s := index(runs)
 	tuned := TunedAdam(runs)
@@ -54,6 +55,17 @@ func Figure(runs []*Run, task string, base string) ([]string, error) {
 				xy[k] = plotter.XY{X: xs[k], Y: ys[k]}
 			}
 			curves = append(curves, xy)
+		}
+		// The accuracy axis starts below the lowest accuracy after an epoch: the untrained model's
+		// chance accuracy at time 0 would squeeze the curves' differences into a sliver.
+		lowest, highest := math.Inf(1), math.Inf(-1)
+		for _, c := range curves {
+			for _, xy := range c[1:] {
+				lowest, highest = min(lowest, xy.Y), max(highest, xy.Y)
+			}
+		}
+		if !math.IsInf(lowest, 0) {
+			p.Y.Min, p.Y.Max = max(0, lowest-2), min(100, highest+1)
 		}
 		if target := targetOf(s, tuned, m); !math.IsNaN(target) {
 			plot.AddHLine(p, 100*target)

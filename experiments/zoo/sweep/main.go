@@ -2,13 +2,13 @@
 // on the digits of data/digits and the words of data/words) with each optimizer and seed through
 // train.Trainer, and writes every run's per-epoch evaluations and telemetry, a Markdown summary
 // (held-out accuracy and cross-entropy, tuned Adam, telemetry, cost, time to accuracy, the runs
-// that went wrong) and, per task, the figure of held-out accuracy against training time.
+// that went wrong) and the figure of held-out accuracy against training time.
 //
 //	GOEXPERIMENT=simd go run ./experiments/zoo/sweep [-out results/zoo] [-models cnn,transformer] [-optimizers 'FGN*,Adam*'] [-grid] [-seeds 1,2,3] [-epochs 0]
 //	go run ./experiments/zoo/sweep -from a/runs.csv,b/runs.csv -out c   (summary and figures of finished sweeps)
 //
 // It writes runs.csv (rewritten after every run, so that an interrupted sweep keeps its finished
-// runs), summary.md and time_to_accuracy_<task>.{svg,png,pdf} to the output directory.
+// runs), summary.md and time_to_accuracy.{svg,png,pdf} to the output directory.
 package main
 
 import (
@@ -104,18 +104,10 @@ func run() error {
 		return err
 	}
 	fmt.Printf("wrote %s\n", path)
-	var tasks []string
-	for _, r := range runs {
-		if !slices.Contains(tasks, r.Task) {
-			tasks = append(tasks, r.Task)
-		}
-	}
-	for _, task := range tasks {
-		paths, err := zoo.Figure(runs, task, filepath.Join(*out, "time_to_accuracy_"+task))
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "sweep: no figure for %s: %v\n", task, err)
-			continue
-		}
+	paths, err := zoo.Figure(runs, filepath.Join(*out, "time_to_accuracy"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sweep: no figure: %v\n", err)
+	} else {
 		fmt.Printf("wrote %s\n", strings.Join(paths, ", "))
 	}
 	return nil

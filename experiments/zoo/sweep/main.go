@@ -176,26 +176,44 @@ func train(ms []zoo.Model, opts []zoo.Optimizer, seeds []uint64, epochs int, out
 	return t, nil
 }
 
-// readTables reads runs tables and concatenates their rows, keeping the first table's comments
-// and adding the others' under "from".
+// readTables reads runs tables and concatenates their rows under a header of comments: those the
+// tables share, then, per table, "source" with its path, number of rows and the comments in which
+// it differs from the first (command, date, load, ...).
 func readTables(paths []string) (*report.Table, error) {
-	var all *report.Table
+	var tables []*report.Table
 	for _, p := range paths {
 		t, err := report.Read(strings.TrimSpace(p))
 		if err != nil {
 			return nil, err
 		}
-		if all == nil {
-			all = t
-			continue
+		if len(tables) > 0 && !slices.Equal(t.Header, tables[0].Header) {
+			return nil, fmt.Errorf("%s: columns %v differ from the first table's %v", p, t.Header, tables[0].Header)
 		}
-		if !slices.Equal(t.Header, all.Header) {
-			return nil, fmt.Errorf("%s: columns %v differ from the first table's %v", p, t.Header, all.Header)
+		tables = append(tables, t)
+	}
+	all := report.NewTable(tables[0].Header...)
+	shared := func(kv [2]string) bool { // every table has the comment
+		for _, t := range tables {
+			if v, ok := t.Lookup(kv[0]); !ok || v != kv[1] {
+				return false
+			}
 		}
+		return true
+	}
+	for _, kv := range tables[0].Comments {
+		if shared(kv) {
+			all.Comment(kv[0], kv[1])
+		}
+	}
+	for k, t := range tables {
+		var own []string
+		for _, kv := range t.Comments {
+			if !shared(kv) {
+				own = append(own, kv[0]+" "+kv[1])
+			}
+		}
+		all.Comment("source", fmt.Sprintf("%s (%d rows): %s", strings.TrimSpace(paths[k]), len(t.Rows), strings.Join(own, "; ")))
 		all.Rows = append(all.Rows, t.Rows...)
-		if c, ok := t.Lookup("command"); ok {
-			all.Comment("from", p+": "+c)
-		}
 	}
 	return all, nil
 }

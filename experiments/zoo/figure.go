@@ -3,8 +3,7 @@ package zoo
 import (
 	"fmt"
 	"math"
-
-	"gonum.org/v1/plot/plotter"
+	"strings"
 
 	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/plot"
@@ -17,42 +16,45 @@ var figureMethods = []struct {
 }{{FGNDefault, method.FGN}, {SGNDefault, method.SGN}, {TunedAdamName, method.Adam}}
 
 // Figure draws held-out accuracy against training time for FGN(), SGN() and tuned Adam, one
-// panel per model of the task, and writes it to base.svg, base.png and base.pdf: each curve the
-// mean over the seeds, after each epoch, of the accuracy against the training seconds
-// (compilation and evaluation excluded; Epoch.Seconds), with the time-to-accuracy target (tuned
-// Adam's final mean less AccuracyTolerance) as a dashed line. It returns the paths written.
-func Figure(runs []*Run, task string, base string) ([]string, error) {
+// panel per model, in rows of three (one row when the models are not a multiple of three), and
+// writes it to base.svg, base.png and base.pdf: each curve the mean over the seeds, before
+// training and after each epoch, of the accuracy against the training seconds (compilation and
+// evaluation excluded; Epoch.Seconds), with the time-to-accuracy target (tuned Adam's final mean
+// less AccuracyTolerance) as a dashed line; the accuracy axis spans the accuracies after the
+// first epoch. It returns the paths written.
+func Figure(runs []*Run, base string) ([]string, error) {
 	s := index(runs)
 	tuned := TunedAdam(runs)
 	var panels []*plot.Plot
 	for _, m := range s.models {
-		if s.trainedTask(m) != task {
-			continue
-		}
 		p := plot.New(m, "training time (s)", "held-out accuracy (%)")
-		var curves []plotter.XYs
+		lowest, highest, drawn := math.Inf(1), math.Inf(-1), false
 		for _, fm := range figureMethods {
-			name := fm.name
+			name, label := fm.name, fm.name
 			if name == TunedAdamName {
 				name = tuned[m]
+				label = "Adam (lr " + strings.TrimPrefix(name, adamPrefix) + ")"
 			}
 			xs, ys := meanCurve(s.trained(m, name))
 			if len(xs) == 0 {
 				continue
 			}
 			style, _ := plot.MethodStyle(fm.m)
-			label := fm.name
-			if fm.name == TunedAdamName {
-				label = fmt.Sprintf("Adam (lr %s)", tuned[m][len(adamPrefix):])
-			}
 			if err := plot.AddSeries(p, label, style, xs, ys); err != nil {
 				return nil, err
 			}
-			xy := make(plotter.XYs, len(xs))
-			for k := range xs {
-				xy[k] = plotter.XY{X: xs[k], Y: ys[k]}
+			drawn = true
+			for _, y := range ys[1:] {
+				lowest, highest = min(lowest, y), max(highest, y)
 			}
-			curves = append(curves, xy)
+		}
+		if !drawn {
+			continue
+		}
+		// The untrained model's chance accuracy at time 0 would squeeze the curves' differences
+		// into a sliver: the axis starts below the lowest accuracy after an epoch.
+		if !math.IsInf(lowest, 0) {
+			p.Y.Min, p.Y.Max = max(0, lowest-2), min(100, highest+1)
 		}
 		if target := targetOf(s, tuned, m); !math.IsNaN(target) {
 			plot.AddHLine(p, 100*target)
@@ -60,19 +62,17 @@ func Figure(runs []*Run, task string, base string) ([]string, error) {
 		panels = append(panels, p)
 	}
 	if len(panels) == 0 {
-		return nil, fmt.Errorf("zoo: no runs of FGN(), SGN() or Adam on task %q to draw", task)
+		return nil, fmt.Errorf("zoo: no runs of FGN(), SGN() or Adam to draw")
 	}
-	return plot.SaveRow(panels, plot.PanelWidth, plot.PanelHeight, base)
-}
-
-// trainedTask returns the task of model m's runs.
-func (s *sweepRuns) trainedTask(m string) string {
-	for _, o := range s.opts {
-		if rs := s.runs[[2]string{m, o}]; len(rs) > 0 {
-			return rs[0].Task
-		}
+	columns := len(panels)
+	if columns%3 == 0 {
+		columns = 3
 	}
-	return ""
+	var rows [][]*plot.Plot
+	for k := 0; k < len(panels); k += columns {
+		rows = append(rows, panels[k:k+columns])
+	}
+	return plot.SaveGrid(rows, plot.PanelWidth, plot.PanelHeight, base)
 }
 
 // meanCurve returns the mean over runs of the training seconds and the held-out accuracy (%) at

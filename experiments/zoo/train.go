@@ -14,6 +14,7 @@ import (
 	"github.com/gomlx/gomlx/ml/train"
 	"github.com/gomlx/gomlx/ml/train/metric"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
+	"github.com/gomlx/gomlx/support/exceptions"
 
 	exptrain "github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/fgn"
@@ -159,7 +160,10 @@ func Train(be compute.Backend, m Model, opt Optimizer, cfg Config) (*Run, error)
 				batchShapes = []shapes.Shape{b.Inputs[0].Shape(), b.Labels[0].Shape()}
 			}
 			start := time.Now()
-			metrics, err := trainer.TrainStep(b)
+			var metrics []*tensors.Tensor
+			if perr := exceptions.TryCatch[error](func() { metrics, err = trainer.TrainStep(b) }); perr != nil {
+				err = perr
+			}
 			if err == nil && compileErr != nil {
 				err = compileErr
 			}
@@ -205,7 +209,10 @@ func Train(be compute.Backend, m Model, opt Optimizer, cfg Config) (*Run, error)
 
 // eval returns the mean cross-entropy and the accuracy of the trainer's model on ds.
 func eval(trainer *train.Trainer, ds *dataset.InMemoryDataset) (loss, accuracy float64, err error) {
-	metrics, err := trainer.Eval(ds)
+	var metrics []*tensors.Tensor
+	if perr := exceptions.TryCatch[error](func() { metrics, err = trainer.Eval(ds) }); perr != nil {
+		err = perr
+	}
 	if err != nil {
 		return 0, 0, err
 	}

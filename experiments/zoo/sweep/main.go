@@ -2,13 +2,13 @@
 // on the digits of data/digits and the words of data/words) with each optimizer and seed through
 // train.Trainer, and writes every run's per-epoch evaluations and telemetry, a Markdown summary
 // (held-out accuracy and cross-entropy, tuned Adam, telemetry, cost, time to accuracy, the runs
-// that went wrong) and, per task, the figure of held-out accuracy against training time.
+// that went wrong) and the figure of held-out accuracy against training time.
 //
 //	GOEXPERIMENT=simd go run ./experiments/zoo/sweep [-out results/zoo] [-models cnn,transformer] [-optimizers 'FGN*,Adam*'] [-grid] [-seeds 1,2,3] [-epochs 0]
 //	go run ./experiments/zoo/sweep -from a/runs.csv,b/runs.csv -out c   (summary and figures of finished sweeps)
 //
 // It writes runs.csv (rewritten after every run, so that an interrupted sweep keeps its finished
-// runs), summary.md and time_to_accuracy_<task>.{svg,png,pdf} to the output directory.
+// runs), summary.md and time_to_accuracy.{svg,png,pdf} to the output directory.
 package main
 
 import (
@@ -104,18 +104,10 @@ func run() error {
 		return err
 	}
 	fmt.Printf("wrote %s\n", path)
-	var tasks []string
-	for _, r := range runs {
-		if !slices.Contains(tasks, r.Task) {
-			tasks = append(tasks, r.Task)
-		}
-	}
-	for _, task := range tasks {
-		paths, err := zoo.Figure(runs, task, filepath.Join(*out, "time_to_accuracy_"+task))
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "sweep: no figure for %s: %v\n", task, err)
-			continue
-		}
+	paths, err := zoo.Figure(runs, filepath.Join(*out, "time_to_accuracy"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sweep: no figure: %v\n", err)
+	} else {
 		fmt.Printf("wrote %s\n", strings.Join(paths, ", "))
 	}
 	return nil
@@ -184,26 +176,44 @@ func train(ms []zoo.Model, opts []zoo.Optimizer, seeds []uint64, epochs int, out
 	return t, nil
 }
 
-// readTables reads runs tables and concatenates their rows, keeping the first table's comments
-// and adding the others' under "from".
+// readTables reads runs tables and concatenates their rows under a header of comments: those the
+// tables share, then, per table, "source" with its path, number of rows and the comments in which
+// it differs from the first (command, date, load, ...).
 func readTables(paths []string) (*report.Table, error) {
-	var all *report.Table
+	var tables []*report.Table
 	for _, p := range paths {
 		t, err := report.Read(strings.TrimSpace(p))
 		if err != nil {
 			return nil, err
 		}
-		if all == nil {
-			all = t
-			continue
+		if len(tables) > 0 && !slices.Equal(t.Header, tables[0].Header) {
+			return nil, fmt.Errorf("%s: columns %v differ from the first table's %v", p, t.Header, tables[0].Header)
 		}
-		if !slices.Equal(t.Header, all.Header) {
-			return nil, fmt.Errorf("%s: columns %v differ from the first table's %v", p, t.Header, all.Header)
+		tables = append(tables, t)
+	}
+	all := report.NewTable(tables[0].Header...)
+	shared := func(kv [2]string) bool { // every table has the comment
+		for _, t := range tables {
+			if v, ok := t.Lookup(kv[0]); !ok || v != kv[1] {
+				return false
+			}
 		}
+		return true
+	}
+	for _, kv := range tables[0].Comments {
+		if shared(kv) {
+			all.Comment(kv[0], kv[1])
+		}
+	}
+	for k, t := range tables {
+		var own []string
+		for _, kv := range t.Comments {
+			if !shared(kv) {
+				own = append(own, kv[0]+" "+kv[1])
+			}
+		}
+		all.Comment("source", fmt.Sprintf("%s (%d rows): %s", strings.TrimSpace(paths[k]), len(t.Rows), strings.Join(own, "; ")))
 		all.Rows = append(all.Rows, t.Rows...)
-		if c, ok := t.Lookup("command"); ok {
-			all.Comment("from", p+": "+c)
-		}
 	}
 	return all, nil
 }

@@ -4,6 +4,8 @@ import (
 	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/support/exceptions"
+
+	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
 // AffineHead is the linearisation of the affine head z = h W + 1 bᵀ (h: b×d features, W: d×C,
@@ -158,7 +160,7 @@ func (a *AffineHead) marginGram(gradS *Node, invM Vec) *Node {
 	case a.Bias == nil:
 		featureGram = Einsum("id,jd->ij", a.H, a.H)
 	default:
-		featureGram = FeatureGram(a.H)
+		featureGram = gn.FeatureGram(a.H)
 	}
 	if invM != nil {
 		g, dtype := featureGram.Graph(), featureGram.DType()
@@ -175,7 +177,7 @@ func (a *AffineHead) marginGram(gradS *Node, invM Vec) *Node {
 			featureGram = Add(featureGram, Sub(weight(1), weight(0)))
 		}
 	}
-	return affineMarginGram(featureGram, gradS)
+	return gn.AffineGram(featureGram, gradS)
 }
 
 // gramCheaper reports whether forming the head's margin Gram in closed form and iterating on it
@@ -189,17 +191,4 @@ func (a *AffineHead) gramCheaper(maxIter int) bool {
 		gram += b * b * d
 	}
 	return gram < 2*n*b*d*c
-}
-
-// FeatureGram returns h hᵀ + 1 (b×b) for features h (b×d): the Gram matrix of the affine-head
-// inputs (h_i, 1). With frozen features and static batches it is constant across epochs, so
-// callers may compute it once per batch and set it as AffineHead.FeatureGram.
-func FeatureGram(h *Node) *Node {
-	return AddScalar(Einsum("id,jd->ij", h, h), 1)
-}
-
-// affineMarginGram returns G_ij = (h_i·h_j + 1)(a_i·a_j) (appendix F.2) from featureGram = h hᵀ + 1
-// and the margin gradients a_i = ∇_z s_i (gradS, b×C).
-func affineMarginGram(featureGram, gradS *Node) *Node {
-	return Mul(featureGram, Einsum("ic,jc->ij", gradS, gradS))
 }

@@ -6,6 +6,8 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 
 	"github.com/fgn-paper/fgn/jvp"
+
+	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
 // recogniseAffineHead returns the AffineHead of the logits z when z is affine in the parameters
@@ -48,7 +50,7 @@ func (a *headWithInertParams) Params() Vec {
 }
 
 func (a *headWithInertParams) VJP(m *Node) Vec {
-	return slices.Concat(a.AffineHead.VJP(m), vecZerosLike(a.inert))
+	return slices.Concat(a.AffineHead.VJP(m), gn.VecZerosLike(a.inert))
 }
 
 func (a *headWithInertParams) JVP(v Vec) *Node {

@@ -12,6 +12,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/fgn-paper/fgn/internal/ref"
+
+	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
 // affineReference holds the exact damped FGN and SGN directions of an affine-head problem,
@@ -238,12 +240,12 @@ func TestCGBreakdown(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/seminorm=%v/while=%v", tc.name, seminorm, inLoop), func(t *testing.T) {
 					out := run(t, func(in []*Node) []*Node {
 						diag, rhs := in[0], in[1]
-						sys := cgSystem{curvature: func(v Vec) Vec { return Vec{Mul(diag, v[0])} }, rhs: Vec{rhs}}
+						sys := gn.CGSystem{Curvature: func(v Vec) Vec { return Vec{Mul(diag, v[0])} }, RHS: Vec{rhs}}
 						if seminorm {
-							sys.curvatureNorm = true
-							sys.refNorm2 = ReduceAllSum(Mul(rhs, Mul(diag, rhs))) // ‖rhs‖_C²
+							sys.CurvatureNorm = true
+							sys.RefNorm2 = ReduceAllSum(Mul(rhs, Mul(diag, rhs))) // ‖rhs‖_C²
 						}
-						sol := solveCG(sys, CGSettings{MaxIterations: 10}, inLoop)
+						sol := gn.SolveCG(sys, 10, 0, inLoop)
 						return []*Node{sol.X[0], sol.Iterations, sol.Residual}
 					}, cast(tc.diag, tc.dtype), cast(tc.rhs, tc.dtype))
 					residualOK := math.Abs(out[2][0]-tc.residual) <= 1e-6 || math.IsNaN(tc.residual) && math.IsNaN(out[2][0])
@@ -259,7 +261,7 @@ func TestCGBreakdown(t *testing.T) {
 
 // TestCGFactored checks CG on a system given factored, C = Lᵀ L with L (5×4) by its products:
 // to convergence its iterate solves (C + σI) x = rhs (against gonum), from zero and from a warm
-// start, under both tests, unrolled and in a While loop; cgResult.LX is L x for the returned x;
+// start, under both tests, unrolled and in a While loop; gn.CGResult.LX is L x for the returned x;
 // the reported residual is √(eᵀC e/ref) of that x, computed on the host; and after a cap of two
 // iterations it returns the iterate of the same CG given C unfactored.
 func TestCGFactored(t *testing.T) {
@@ -289,22 +291,22 @@ func TestCGFactored(t *testing.T) {
 				g := in[0].Graph()
 				lm := Reshape(in[0], m, n)
 				factor := func(v Vec) Vec { return Vec{MatMul(lm, v[0])} }
-				solve := func(factored bool) cgResult {
-					sys := cgSystem{shift: Scalar(g, dtypes.Float64, sigma), rhs: Vec{in[1]}}
+				solve := func(factored bool) gn.CGResult {
+					sys := gn.CGSystem{Shift: Scalar(g, dtypes.Float64, sigma), RHS: Vec{in[1]}}
 					if factored {
-						sys.factor, sys.factorRHS = factor, factor(sys.rhs)
-						sys.cofactor = func(y Vec) Vec { return Vec{MatMul(Transpose(lm, 0, 1), y[0])} }
+						sys.Factor, sys.FactorRHS = factor, factor(sys.RHS)
+						sys.Cofactor = func(y Vec) Vec { return Vec{MatMul(Transpose(lm, 0, 1), y[0])} }
 					} else {
-						sys.curvature = func(v Vec) Vec { return Vec{MatMul(Transpose(lm, 0, 1), MatMul(lm, v[0]))} }
+						sys.Curvature = func(v Vec) Vec { return Vec{MatMul(Transpose(lm, 0, 1), MatMul(lm, v[0]))} }
 					}
 					if tc.warm {
-						sys.x0 = Vec{in[2]}
+						sys.X0 = Vec{in[2]}
 					}
 					if tc.seminorm {
-						sys.curvatureNorm = true
-						sys.refNorm2 = ReduceAllSum(Square(in[1]))
+						sys.CurvatureNorm = true
+						sys.RefNorm2 = ReduceAllSum(Square(in[1]))
 					}
-					return solveCG(sys, CGSettings{MaxIterations: tc.cap, Tolerance: 1e-14}, tc.inLoop)
+					return gn.SolveCG(sys, tc.cap, 1e-14, tc.inLoop)
 				}
 				f, u := solve(true), solve(false)
 				return []*Node{f.X[0], f.LX[0], f.Residual, u.X[0]}
@@ -347,7 +349,7 @@ func TestCGFactored(t *testing.T) {
 	}
 }
 
-// TestCGGradientStart checks CG's gradient start (cgSystem.gradientStart) on C = Lᵀ L (L 5×4),
+// TestCGGradientStart checks CG's gradient start (gn.CGSystem.GradientStart) on C = Lᵀ L (L 5×4),
 // given factored and unfactored, unrolled and in a While loop, from zero and from a warm start
 // (which the start replaces): run to convergence, x₀ + X with x₀ = rhs/σ solves (C + σI) x = rhs
 // (against gonum) and LX = L(x₀ + X); the first iteration is the restart, so with a cap of one
@@ -382,20 +384,20 @@ func TestCGGradientStart(t *testing.T) {
 					out := run(t, func(in []*Node) []*Node {
 						g := in[0].Graph()
 						lm := Reshape(in[0], m, n)
-						solve := func(start *Node, maxIter int) cgResult {
-							sys := cgSystem{shift: Scalar(g, dtypes.Float64, sigma), rhs: Vec{in[1]}, gradientStart: start,
-								curvatureNorm: true, refNorm2: ReduceAllSum(Square(in[1]))}
+						solve := func(start *Node, maxIter int) gn.CGResult {
+							sys := gn.CGSystem{Shift: Scalar(g, dtypes.Float64, sigma), RHS: Vec{in[1]}, GradientStart: start,
+								CurvatureNorm: true, RefNorm2: ReduceAllSum(Square(in[1]))}
 							factor := func(v Vec) Vec { return Vec{MatMul(lm, v[0])} }
 							cofactor := func(y Vec) Vec { return Vec{MatMul(Transpose(lm, 0, 1), y[0])} }
 							if factored {
-								sys.factor, sys.cofactor, sys.factorRHS = factor, cofactor, factor(sys.rhs)
+								sys.Factor, sys.Cofactor, sys.FactorRHS = factor, cofactor, factor(sys.RHS)
 							} else {
-								sys.curvature = func(v Vec) Vec { return cofactor(factor(v)) }
+								sys.Curvature = func(v Vec) Vec { return cofactor(factor(v)) }
 							}
 							if x0 {
-								sys.x0 = Vec{in[2]}
+								sys.X0 = Vec{in[2]}
 							}
-							return solveCG(sys, CGSettings{MaxIterations: maxIter, Tolerance: 1e-14}, inLoop)
+							return gn.SolveCG(sys, maxIter, 1e-14, inLoop)
 						}
 						yes, no := Const(g, true), Const(g, false)
 						conv, one, off, none := solve(yes, 30), solve(yes, 1), solve(no, 30), solve(nil, 30)

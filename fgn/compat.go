@@ -5,7 +5,8 @@ package fgn
 // test passes while the bug is present and, once an upgrade fixes it, fails with a message naming
 // the workaround to delete. Call sites name their entry ("see compat.go: compatX");
 // TestCompatCitations checks that every name cited exists and every entry is cited. Those of
-// forward-mode differentiation are package jvp's (jvp/compat.go).
+// forward-mode differentiation are package jvp's (jvp/compat.go), those of the in-graph CG
+// package fgn/internal/gn's (fgn/internal/gn/compat.go).
 const (
 	// compatRowDotsLargeKernel: the pure-Go backend's DotGeneral runs a batched product of two
 	// vectors per row, such as the row-wise dot products Einsum("ic,ic->i", a, a), on its large
@@ -13,25 +14,12 @@ const (
 	// although both cross sizes are 1: for each of the b rows it packs the C×1 operand into
 	// 32-column strips, zeroing the 31 padding columns a byte at a time, and runs 8×32 tiles of
 	// which one entry is used. At b = 512, C = 32768 this made ξ = 1 − ‖ρ‖² cost more than the
-	// step's two b×d×C products. NewMargin forms ‖ρ‖² as Σ_j ρ_j shifted_j / Σ_j shifted_j (the
-	// sum of a product formed in place) instead. Checked: compute v0.1.14, GOEXPERIMENT=simd,
+	// step's two b×d×C products. gn.NewMargin (internal/gn/margin.go) forms ‖ρ‖² as
+	// Σ_j ρ_j shifted_j / Σ_j shifted_j (the sum of a product formed in place) instead. Checked: compute v0.1.14, GOEXPERIMENT=simd,
 	// AVX-512. A speed bug, so a benchmark reproduces it, not a test (tests never assert speed):
 	// BenchmarkCompatRowDotsLargeKernel; when its Einsum variant is no slower than its ReduceSum
 	// variant after an upgrade, form ‖ρ‖² with the Einsum again and delete this entry.
 	compatRowDotsLargeKernel = "batched row dot products run on the packed matrix kernel"
-
-	// compatWhileEarlyOutputs: the pure-Go backend fails ("index out of range") on a graph whose only
-	// outputs are early outputs of CG's While loop (neither its first nor its last). cgState.flatten
-	// lists the iterate x last, the output callers keep (cg.go). Checked: compute v0.1.3 to v0.1.14.
-	// Test: TestCompatWhileEarlyOutputs.
-	compatWhileEarlyOutputs = "only early outputs of a While loop"
-
-	// compatScalarCache: GoMLX caches scalar constants per graph rather than per function, so a
-	// scalar first created inside a closure and later requested by the main function is a node of the
-	// wrong scope ("uses a node from a different function scope"). whileLoop (cg.go) builds its
-	// closures' bodies once in the main function first (dead code the backends remove). Checked:
-	// gomlx v0.28.3 to v0.28.16. Test: TestCompatScalarCache.
-	compatScalarCache = "scalar constants cached per graph, not per function"
 
 	// compatIfCapturedBuffer: the pure-Go backend hands an If branch a captured value at its last use
 	// as its own (donated) buffer, which the branch may update in place and return; the main
@@ -51,8 +39,8 @@ const (
 	// compatSIMDNaN: the vectorised kernels of the SIMD build (GOEXPERIMENT=simd) evaluate Exp, Tanh
 	// and Logistic of NaN to numbers (Exp(NaN) = 0 in float32, Tanh(NaN) = −1, Logistic(NaN) = 1).
 	// Finiteness is tested by sums and products, which propagate NaN: Margin's loss tests the
-	// logits' row sums (margin.go), CG's residual its norms (cg.go), Direction.Finite the sums of the
-	// direction (direction.go). Checked: compute v0.1.14. Test: TestCompatSIMDNaN (SIMD build).
+	// logits' row sums (internal/gn/margin.go), CG's residual its norms (internal/gn/cg.go),
+	// Direction.Finite the sums of the direction (direction.go). Checked: compute v0.1.14. Test: TestCompatSIMDNaN (SIMD build).
 	compatSIMDNaN = "SIMD Exp, Tanh, Logistic map NaN to numbers"
 
 	// compatVariablesAsConstants: a graph not marked as training embeds the variables it reads as

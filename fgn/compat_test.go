@@ -27,31 +27,6 @@ import (
 // fixed and present report a reproduction's outcome (see package compatcheck).
 var fixed, present = compatcheck.Fixed, compatcheck.Present
 
-func TestCompatWhileEarlyOutputs(t *testing.T) {
-	a := [][]float64{{4, 1, 0}, {1, 3, 1}, {0, 1, 2}}
-	_, err := graphrun.Run(testBackend, func(a, rhs *Node) []*Node {
-		g := a.Graph()
-		sys := cgSystem{curvature: func(v Vec) Vec { return Vec{MatMul(a, v[0])} }, rhs: Vec{rhs}}
-		rr := vecDot(sys.rhs, sys.rhs)
-		st := cgState{k: Const(g, int32(0)), x: vecZerosLike(sys.rhs), r: sys.rhs, p: sys.rhs, rr: rr,
-			res2: rr, stop: Const(g, false)}
-		maxIter, threshold := Const(g, int32(3)), MulScalar(rr, 1e-20)
-		out := whileLoop(st, func(st cgState) *Node { return LogicalNot(st.stop) },
-			func(st cgState) cgState { return cgIteration(sys, st, cgProducts{}, maxIter, threshold) })
-		return out.r // an early output only
-	}, a, []float64{1, 2, 3})
-	present(t, compatWhileEarlyOutputs, err, "index out of range", "a graph whose only output is an early output of CG's While loop runs")
-}
-
-func TestCompatScalarCache(t *testing.T) {
-	x := []float64{1, 2, 3}
-	_, err := graphrun.Run(testBackend, func(x *Node) *Node {
-		out := compatcheck.WhileLoop(x, func(v *Node) *Node { return MulScalar(v, 2.5) })[1]
-		return MulScalar(out, 2.5) // the scalar 2.5 was first created inside the body
-	}, x)
-	present(t, compatScalarCache, err, "different function scope", "a scalar created in a While body and then in the main function builds")
-}
-
 // TestCompatIfCapturedBuffer: the taken branch of an If adds 1 to a = 2x, which only the branch
 // reads; the If's output then reads the values of a later sum.
 func TestCompatIfCapturedBuffer(t *testing.T) {

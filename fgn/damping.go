@@ -10,6 +10,8 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/support/exceptions"
+
+	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
 // DampingPolicy chooses the damping λ of each step of FGN and SGN, which solve
@@ -210,7 +212,7 @@ func trialLogits(lin Linearization, zs *Node, updated Vec) *Node {
 func measureStep(lin Linearization, labels *Node, dir *Direction, alpha *Node, updated Vec,
 	fgnCurvature bool, reg *regularisation) (predicted, actual, trialLoss *Node) {
 	z := lin.Logits()
-	m := NewMargin(z, labels)
+	m := gn.NewMargin(z, labels)
 	zs := Mul(ConvertDType(alpha, z.DType()), lin.JVP(dir.D)) // J_z s
 	probs := Softmax(z, -1)
 	slope := ReduceAllMean(ReduceSum(Mul(Sub(probs, m.OneHot), zs), -1))
@@ -223,7 +225,7 @@ func measureStep(lin Linearization, labels *Node, dir *Direction, alpha *Node, u
 		curvature = ReduceAllMean(Sub(ReduceSum(Mul(probs, Square(zs)), -1), Square(pz)))
 	}
 	loss := dir.Loss
-	trialLoss = ReduceAllMean(NewMargin(trialLogits(lin, zs, updated), labels).Loss)
+	trialLoss = ReduceAllMean(gn.NewMargin(trialLogits(lin, zs, updated), labels).Loss)
 	predicted = Neg(Add(slope, MulScalar(curvature, 0.5)))
 	if reg != nil {
 		predicted = Sub(predicted, reg.model(subtract(updated, reg.params)))

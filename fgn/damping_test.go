@@ -11,6 +11,8 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/fgn-paper/fgn/internal/ref"
+
+	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
 // lmCases are the assemblies the damping tests run: FGN's three row operators and SGN, on the
@@ -85,7 +87,7 @@ func batchLoss(t *testing.T, p *problem, mlp bool, w []float64) float64 {
 		} else {
 			z = NewAffineHead(in[0], in[2], in[3]).Logits()
 		}
-		return []*Node{ReduceAllMean(NewMargin(z, in[1]).Loss)}
+		return []*Node{ReduceAllMean(gn.NewMargin(z, in[1]).Loss)}
 	}, inputs...)[0][0]
 }
 
@@ -251,7 +253,7 @@ func TestConstantDampingUnchanged(t *testing.T) {
 			want := flat64(model.MustNewExec(testBackend, m.store, func(_ *model.Scope, h, labels *Node) *Node {
 				lin := m.lin(h)
 				d := tc.dir(lin, labels, Settings{Damping: lambda, CG: DefaultSettings().CG})
-				return flattenVec(vecAxpy(lin.Params(), Scalar(h.Graph(), dtypes.Float64, alpha), d.D))
+				return flattenVec(gn.VecAxpy(lin.Params(), Scalar(h.Graph(), dtypes.Float64, alpha), d.D))
 			}).MustCall(p.h, p.labels)[0])
 			m.step(t, opt.LearningRate(alpha).Damping(lambda).Done(), p, 1)
 			if !equalBits(m.flatParams(), want) {

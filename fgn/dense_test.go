@@ -9,6 +9,8 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 
 	"github.com/fgn-paper/fgn/internal/ref"
+
+	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
 // denseOut runs newDense for an MLP or affine problem and returns its fields as flat slices.
@@ -79,7 +81,7 @@ func TestProposition32(t *testing.T) {
 		logits := [][]float64{{0, 1, -800, -900}, {-850, 2, 0, -900}}
 		labels := []int32{0, 1}
 		out := run(t, func(in []*Node) []*Node {
-			m := NewMargin(in[0], in[1])
+			m := gn.NewMargin(in[0], in[1])
 			cov := Sub(Mul(ExpandAxes(m.Rho, -1), ExpandAxes(ConvertDType(Equal(Iota(in[0].Graph(), shapes.Make(dtypes.Int32, 4, 4), 0),
 				Iota(in[0].Graph(), shapes.Make(dtypes.Int32, 4, 4), 1)), dtypes.Float64), 0)),
 				Mul(ExpandAxes(m.Rho, -1), ExpandAxes(m.Rho, 1)))
@@ -123,13 +125,14 @@ func TestProposition32(t *testing.T) {
 }
 
 // TestBatchedIdentities checks g = Jᵀr/b and H_FGN = JᵀQJ/b (eq. 3.8) against the library's
-// LossGradient and the matrix-free FGN row operator.
+// Margin.Gradient and the matrix-free FGN row operator.
 func TestBatchedIdentities(t *testing.T) {
 	p := newProblem(7, 5, 3, 4, 3, 1)
 	dn := runDense(t, p, true)
 	d := dn.d
 	out := run(t, func(in []*Node) []*Node {
-		_, grad := LossGradient(mlpLin(in), in[1])
+		lin := mlpLin(in)
+		grad := gn.NewMargin(lin.Logits(), in[1]).Gradient(lin)
 		return []*Node{flattenVec(grad)}
 	}, p.mlpInputs(dtypes.Float64)...)
 	jtr := make([]float64, d)
@@ -143,7 +146,7 @@ func TestBatchedIdentities(t *testing.T) {
 			}
 		}
 	}
-	check(t, "g = Jᵀr/b (LossGradient)", ref.RelErr(out[0], jtr), 1e-13)
+	check(t, "g = Jᵀr/b (Margin.Gradient)", ref.RelErr(out[0], jtr), 1e-13)
 	check(t, "g = Jᵀr/b (dense J_zᵀ(p−y)/b)", ref.RelErr(dn.grad, jtr), 1e-13)
 	check(t, "H_FGN = JᵀQJ/b", ref.RelErr(dn.fgn, hq), 1e-13)
 }

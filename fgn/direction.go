@@ -3,6 +3,8 @@ package fgn
 import (
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/support/exceptions"
+
+	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
 // Direction is a damped Gauss-Newton direction d for a batch, with its diagnostics. The step is
@@ -45,11 +47,6 @@ type Direction struct {
 	// batch to choose it.
 	lambda *Node
 	scale  batchScale
-
-	// rowRHS is, for FGN, the right-hand side of the whitened row system that Solution
-	// approximately solves: r̃ = Q'^{-1/2} r (eq. 4.6, √q'_i = max(√q_i, ν), see FGNDirection); nil
-	// for SGN.
-	rowRHS *Node
 }
 
 // LinearizationKind names how an optimizer step in train.Trainer linearised the logits.
@@ -65,16 +62,6 @@ const (
 	// AutodiffLinearization is Linearize: autodiff of the logits.
 	AutodiffLinearization LinearizationKind = "autodiff"
 )
-
-// LossGradient returns the mean cross-entropy of a batch and its gradient
-//
-//	g = (1/b) Jᵀ r = (1/b) J_zᵀ (p - y),       r_i = p_†^{(i)}      (eqs. 2.11, 3.8),
-//
-// computed with one VJP of the logit map (Margin.Gradient).
-func LossGradient(lin Linearization, labels *Node) (loss *Node, grad Vec) {
-	m := NewMargin(lin.Logits(), labels)
-	return ReduceAllMean(m.Loss), m.Gradient(lin)
-}
 
 // rowStart is the CG start of the row-space solve: nil (zero) or {u0}.
 func rowStart(u0 *Node) Vec {
@@ -98,7 +85,7 @@ func allFinite(v Vec) *Node {
 	return finite
 }
 
-func newDirection(d Vec, m *Margin, sol cgResult) *Direction {
+func newDirection(d Vec, m *gn.Margin, sol gn.CGResult) *Direction {
 	loss := ReduceAllMean(m.Loss)
 	finite := LogicalAnd(LogicalAnd(IsFinite(loss), IsFinite(sol.Residual)), allFinite(d))
 	return &Direction{

@@ -14,20 +14,16 @@
 //
 // # The paper, file by file
 //
-//   - margin.go, section 2: Margin, the per-example margin quantities s, p_★, p_†, q, ρ, ξ, ∇_z s,
-//     the loss φ(s) and the batch gradient (Margin.Gradient).
-//   - curvature.go, section 3: the margin Jacobian J = ∇_z sᵀ J_z (eq. 2.9) that FGN's curvature
-//     H_FGN = JᵀQJ/b (eq. 3.8) is built from.
 //   - rowspace.go, section 4: FGNDirection, one whitened row-space solve for both row operators,
-//     with CG's stopping rule (cg.go, StoppingRule), and GramLinearization, through which a
-//     model supplies its margin Gram in closed form.
-//   - affine.go, appendix F.2: AffineHead and its closed-form Gram (FeatureGram);
-//     linearize.go: Linearization, the interfaces a linearisation may add (LogitsEvaluator,
-//     LinearInParams, WhileSafe) and Linearize, the linearisation of any model by package jvp
-//     (forward-mode differentiation of GoMLX graphs); affinedetect.go: the affine head the
-//     optimizers recognise with jvp.MatchAffine.
+//     with CG's stopping rule (StoppingRule), and GramLinearization, through which a model
+//     supplies its margin Gram in closed form.
+//   - affine.go, appendix F.2: AffineHead and its closed-form Gram; linearize.go: Linearization,
+//     the interfaces a linearisation may add (LogitsEvaluator, LinearInParams, WhileSafe) and
+//     Linearize, the linearisation of any model by package jvp (forward-mode differentiation of
+//     GoMLX graphs); affinedetect.go: the affine head the optimizers recognise with
+//     jvp.MatchAffine.
 //   - sgn.go: the SGN baseline, SGNDirection.
-//   - direction.go: Direction, the step and its diagnostics, and LossGradient.
+//   - direction.go: Direction, the step and its diagnostics.
 //   - settings.go: Settings, the one settings type, with the library's defaults (DefaultSettings)
 //     and Algorithm 1's (PaperSettings).
 //   - damping.go: damping policies, ConstantDamping (the paper's) and LevenbergMarquardt.
@@ -41,9 +37,11 @@
 //     GoMLX's optimizer.KnownOptimizers, so optimizer.FromScope selects them.
 //   - compat.go: the upstream GoMLX bugs worked around, one entry each with its reproduction test.
 //
-// Package fgn/paper exposes the quantities the solver computes internally (the operators of
-// sections 3 and 4, the dense matrices of a small problem, CG on any operator, a validated
-// host-level entry point) for notebooks and checks.
+// The paper's quantities that the solver computes (the margin quantities of section 2, the margin
+// Jacobian, the curvature products of section 3, the whitening of section 4, in-graph conjugate
+// gradients, the dense matrices of a small problem) live in one internal package, fgn/internal/gn,
+// which package fgn/paper exposes, with the batch gradient, the operators of sections 3 and 4 and
+// a validated host-level entry point, for notebooks and checks.
 //
 // Graph-building functions panic on misuse, as GoMLX's do; host-level functions and Validate
 // methods return errors. Measurements live in BENCHMARKS.md, not here.

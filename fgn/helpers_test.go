@@ -12,9 +12,10 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/fgn-paper/fgn/fgn/backend"
-	densemat "github.com/fgn-paper/fgn/fgn/internal/dense"
 	"github.com/fgn-paper/fgn/internal/graphrun"
 	"github.com/fgn-paper/fgn/internal/ref"
+
+	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
 var testBackend = backend.MustNew()
@@ -162,10 +163,9 @@ func flattenVec(v Vec) *Node {
 	return Concatenate(parts, 0)
 }
 
-// newDense assembles the dense forms of fgn/paper's Dense (which this package's tests cannot
-// import) for the linearisation lin and the labels, with the margin quantities of NewMargin.
-func newDense(lin Linearization, labels *Node) (densemat.Matrices, *Margin) {
-	m := NewMargin(lin.Logits(), labels)
-	return densemat.New(lin.Logits(), func(c *Node) []*Node { return lin.VJP(c) },
-		densemat.Margin{Q: m.Q, PDagger: m.PDagger, Rho: m.Rho, GradS: m.GradS, OneHot: m.OneHot}), m
+// newDense assembles the dense forms of fgn/paper's Dense for the linearisation lin and the
+// labels, and returns them with the batch's margin quantities.
+func newDense(lin Linearization, labels *Node) (*gn.Dense, *gn.Margin) {
+	d := gn.NewDense(lin, labels)
+	return d, d.Margin
 }

@@ -9,7 +9,7 @@ import (
 
 // Vec is a point or a direction in parameter space: one node per model parameter tensor,
 // in a fixed order. It is the parameter-space vector type of every operator in this package.
-type Vec []*Node
+type Vec = []*Node
 
 // Linearization is the logit map z(w) linearised at the current parameters: the logits and
 // products with the logit Jacobian J_z (b·C × d). It is built once per step; VJP and JVP may be
@@ -119,43 +119,3 @@ func (l *autodiffLinearization) VJP(m *Node) Vec           { return l.lin.VJP(m)
 func (l *autodiffLinearization) JVP(v Vec) *Node           { return l.lin.JVP(v...)[0] }
 func (l *autodiffLinearization) LogitsAt(params Vec) *Node { return l.lin.At(params...)[0] }
 func (l *autodiffLinearization) WhileSafe() bool           { return l.lin.WhileSafe() }
-
-// vecDot returns Σ_k ⟨a_k, b_k⟩ as a scalar node.
-func vecDot(a, b Vec) *Node {
-	var sum *Node
-	for k := range a {
-		term := ReduceAllSum(Mul(a[k], b[k]))
-		if sum == nil {
-			sum = term
-		} else {
-			sum = Add(sum, term)
-		}
-	}
-	return sum
-}
-
-// vecAxpy returns x + alpha·y, alpha a scalar node.
-func vecAxpy(x Vec, alpha *Node, y Vec) Vec {
-	out := make(Vec, len(x))
-	for k := range x {
-		out[k] = Add(x[k], Mul(ConvertDType(alpha, y[k].DType()), y[k]))
-	}
-	return out
-}
-
-// vecScale returns alpha·x, alpha a scalar node.
-func vecScale(alpha *Node, x Vec) Vec {
-	out := make(Vec, len(x))
-	for k := range x {
-		out[k] = Mul(ConvertDType(alpha, x[k].DType()), x[k])
-	}
-	return out
-}
-
-func vecZerosLike(x Vec) Vec {
-	out := make(Vec, len(x))
-	for k := range x {
-		out[k] = ZerosLike(x[k])
-	}
-	return out
-}

@@ -5,6 +5,8 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/loss"
 	"github.com/gomlx/gomlx/support/exceptions"
+
+	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
 var _ loss.LossFn = Loss
@@ -26,7 +28,7 @@ func Loss(labels, predictions []*Node) *Node {
 	if y.Rank() == 2 && y.Shape().Dim(1) == 1 {
 		y = Reshape(y, y.Shape().Dim(0))
 	}
-	l := ReduceAllMean(NewMargin(logits, y).Loss)
+	l := ReduceAllMean(gn.NewMargin(logits, y).Loss)
 	rec := recordOf(logits.Graph())
 	rec.losses++
 	rec.logits, rec.labels, rec.loss = logits, y, l

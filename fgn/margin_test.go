@@ -10,6 +10,8 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/fgn-paper/fgn/internal/ref"
+
+	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
 // softmaxRef returns softmax probabilities of a row, computed in float64 on the host.
@@ -47,7 +49,8 @@ func TestMarginLossAndGradient(t *testing.T) {
 			p := newProblem(1, 6, 4, 5, 3, tc.scale)
 			out := run(t, func(in []*Node) []*Node {
 				lin := affineLin(in)
-				loss, grad := LossGradient(lin, in[1])
+				m := gn.NewMargin(lin.Logits(), in[1])
+				loss, grad := ReduceAllMean(m.Loss), m.Gradient(lin)
 				return append([]*Node{lin.Logits(), loss}, grad...)
 			}, p.affineInputs(tc.dtype)...)
 			logits, loss, gradW, gradB := out[0], out[1][0], out[2], out[3]
@@ -82,7 +85,7 @@ func TestMarginQuantities(t *testing.T) {
 	p := newProblem(2, 5, 3, 6, 3, 2)
 	out := run(t, func(in []*Node) []*Node {
 		lin := affineLin(in)
-		m := NewMargin(lin.Logits(), in[1])
+		m := gn.NewMargin(lin.Logits(), in[1])
 		return []*Node{lin.Logits(), m.S, m.PStar, m.PDagger, m.Q, m.Rho, m.Xi, m.GradS}
 	}, p.affineInputs(dtypes.Float64)...)
 	logits, s, pStar, pDagger, q, rho, xi, gradS := out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7]
@@ -134,7 +137,7 @@ func TestMarginSaturatedFloat32(t *testing.T) {
 	logits := [][]float64{{1e4, 0, -1}, {-1e4, 0, 1}, {0, 5e3, -5e3}, {0, 0, 0}}
 	labels := []int32{0, 0, 1, 2}
 	out := run(t, func(in []*Node) []*Node {
-		m := NewMargin(in[0], in[1])
+		m := gn.NewMargin(in[0], in[1])
 		return []*Node{m.S, m.Loss, m.PStar, m.PDagger, m.Q, m.Xi, m.GradS}
 	}, cast(logits, dtypes.Float32), labels)
 	for k, o := range out {
@@ -202,7 +205,8 @@ func TestGradientCostRegression(t *testing.T) {
 	bias := tensors.FromShape(shapesF32(c))
 	labels := tensors.FromValue(make([]int32, b))
 	exec := MustNewExec(testBackend, func(h, labels, w, bias *Node) []*Node {
-		_, grad := LossGradient(NewAffineHead(h, w, bias), labels)
+		head := NewAffineHead(h, w, bias)
+		grad := gn.NewMargin(head.Logits(), labels).Gradient(head)
 		return grad
 	})
 	exec.MustCall(h, labels, w, bias) // compile

@@ -8,6 +8,8 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 
 	"github.com/fgn-paper/fgn/internal/ref"
+
+	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
 // TestRowRHS checks Direction's row right-hand side = r̃ = Q^{-1/2} r against the dense margin quantities, and
@@ -26,7 +28,8 @@ func TestRowRHS(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			out := run(t, func(in []*Node) []*Node {
 				dir := tc.fn(in)
-				return []*Node{dir.rowRHS, dir.Solution[0]}
+				_, rTilde := gn.NewMargin(affineLin(in).Logits(), in[1]).Whiten()
+				return []*Node{rTilde, dir.Solution[0]}
 			}, p.affineInputs(dtypes.Float64)...)
 			b, d := p.b, dn.d
 			rTilde := make([]float64, b)

@@ -4,18 +4,13 @@ import (
 	"math"
 	"slices"
 
-	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
+
+	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
-// whitening holds the row weights of the whitened row system J̃ = Q^{1/2} J, r̃ = Q^{-1/2} r
-// (eq. 4.6). For a saturated example with p_★ → 0, q_i = p_★p_† falls below the smallest normal
-// number ν of the dtype (once s ≳ 87 in float32, 708 in float64) and underflows, while
-// r̃_i = √(p_†/p_★) grows as e^{s/2}, although their product is the finite p_†. The weights are
-// √q'_i = max(√q_i, ν), with q_i as the dtype holds it, so that r̃_i = p_†/√q'_i ≤ 1/ν is finite
-// and √q'_i r̃_i = p_† to rounding. Only a row with q_i < ν is weighted otherwise than exactly,
-// by |q'_i − q_i| < ν: a perturbation of H_FGN below ν‖J_i‖²/b, under the dtype's resolution
-// relative to λ unless ‖J_i‖² exceeds ε·bλ/ν (about 1e31·bλ in float32).
+// whitening holds the row weights and right-hand side of the whitened row system J̃ = Q'^{1/2} J,
+// r̃ = Q'^{-1/2} r (eq. 4.6; see gn.Margin.Whiten for the weights √q'_i = max(√q_i, ν)).
 //
 // A batch is saturated when some q_i is below the floor q_min (Settings.SaturationFloor): r̃ then
 // spans more than the dtype's relative precision (r̃_i > 1/√q_min against r̃_j = 1 at the decision
@@ -29,15 +24,14 @@ type whitening struct {
 	refRTilde *Node
 }
 
-func newWhitening(m *Margin, floor float64) whitening {
+func newWhitening(m *gn.Margin, floor float64) whitening {
 	g, dtype := m.Q.Graph(), m.Q.DType()
-	sqrtQ := Sqrt(m.Q)
-	weights := Max(sqrtQ, Scalar(g, dtype, smallestNormal(dtype)))
+	weights, rTilde := m.Whiten()
 	return whitening{
 		sqrtQ:     weights,
-		rTilde:    Div(m.PDagger, weights),
+		rTilde:    rTilde,
 		saturated: LogicalAny(LessThan(m.Q, Scalar(g, dtype, floor))),
-		refRTilde: Div(m.PDagger, Max(sqrtQ, Scalar(g, dtype, math.Sqrt(floor)))),
+		refRTilde: Div(m.PDagger, Max(Sqrt(m.Q), Scalar(g, dtype, math.Sqrt(floor)))),
 	}
 }
 
@@ -56,7 +50,7 @@ func newWhitening(m *Margin, floor float64) whitening {
 // ‖J_i‖ is large. Rows are whitened with √q'_i = max(√q_i, ν), ν the dtype's smallest normal
 // number, which keeps r̃ finite and is exact to the dtype's resolution (see whitening). On a
 // batch with a row below the saturation floor q_min (Settings.SaturationFloor), where r̃ spans
-// more than the dtype's precision, CG takes its gradient start (cgSystem.gradientStart): it
+// more than the dtype's precision, CG takes its gradient start (gn.CGSystem.GradientStart): it
 // starts from u₀ = r̃/(bλ), which solves the decoupled rows exactly, and its first iteration
 // restarts it on
 //
@@ -104,7 +98,7 @@ func FGNDirection(lin Linearization, labels, u0 *Node, cfg Settings) *Direction 
 // the loss L = (1/b)Σφ(s_i) + R with the regulariser reg (nil for none).
 //
 // μ and ν cost no product without a regulariser: K r̃ = b J̃ g is the product of CG's first
-// iteration, which starts from p_0 = r̃ and takes it (cgSystem.rhsProduct); with a warm start it
+// iteration, which starts from p_0 = r̃ and takes it (gn.CGSystem.RHSProduct); with a warm start it
 // costs one JVP (matrix-free). With a regulariser the operator depends on λ, so they cost a VJP
 // and a JVP of their own (regularisedScale).
 //
@@ -122,20 +116,20 @@ func FGNDirection(lin Linearization, labels, u0 *Node, cfg Settings) *Direction 
 // relative to its value at u = 0 (d₀ = −Λ⁻¹g_R; the gradient's norm ‖J̃ᵀr̃‖ without regulariser).
 func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dampingFn, reg *regularisation) *Direction {
 	cfg.mustValidateSolve()
-	m := NewMargin(lin.Logits(), labels)
-	j := marginJacobian{lin: lin, gradS: m.GradS}
+	m := gn.NewMargin(lin.Logits(), labels)
+	j := gn.MarginJacobian{Lin: lin, GradS: m.GradS}
 	g := m.S.Graph()
 	dtype := m.S.DType()
 	b := m.S.Shape().Dim(0)
 	w := newWhitening(m, cfg.floor(dtype))
-	sys := cgSystem{
-		rhs:           Vec{w.rTilde},
-		x0:            rowStart(u0),
-		gradientStart: w.saturated,
+	sys := gn.CGSystem{
+		RHS:           Vec{w.rTilde},
+		X0:            rowStart(u0),
+		GradientStart: w.saturated,
 	}
 	paramRule := cfg.CG.StoppingRule == StopParameterResidual
 	if !paramRule {
-		sys.refNorm2 = vecDot(Vec{w.refRTilde}, Vec{w.refRTilde})
+		sys.RefNorm2 = gn.VecDot(Vec{w.refRTilde}, Vec{w.refRTilde})
 	}
 	var scale batchScale
 	if reg != nil && damping != nil {
@@ -169,11 +163,11 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dam
 				gradStep[k] = Div(x, ConvertDType(lam, x.DType()))
 			}
 		}
-		t := Mul(w.sqrtQ, j.jvp(orZerosLike(gradStep, reg.params)))
-		sys.rhs = Vec{Sub(w.rTilde, t)}
+		t := Mul(w.sqrtQ, j.JVP(orZerosLike(gradStep, reg.params)))
+		sys.RHS = Vec{Sub(w.rTilde, t)}
 		unwhitenedRHS = Sub(m.PDagger, Mul(w.sqrtQ, t))
 	}
-	var backProject func(cgResult) Vec
+	var backProject func(gn.CGResult) Vec
 	inLoop := inWhileLoop(lin)
 	if closed, ok := cfg.closedFormGram(lin, slices.ContainsFunc(invM, func(x *Node) bool { return x != nil })); ok {
 		// G (G_M) is formed outside CG, whose loop body then holds b×b products only, whatever the
@@ -184,22 +178,22 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dam
 		} else {
 			gram = closed.MarginGram(m.GradS)
 		}
-		sys.curvature = func(v Vec) Vec { return Vec{Mul(w.sqrtQ, MatMul(gram, Mul(w.sqrtQ, v[0])))} }
+		sys.Curvature = func(v Vec) Vec { return Vec{Mul(w.sqrtQ, MatMul(gram, Mul(w.sqrtQ, v[0])))} }
 		if paramRule {
 			// ‖L rhs‖² = (Q'^{1/2}rhs)ᵀ G (Q'^{1/2}rhs): ‖Jᵀr‖² = rᵀG r without a regulariser.
-			sys.curvatureNorm = true
-			sys.refNorm2 = ReduceAllSum(Mul(unwhitenedRHS, MatMul(gram, unwhitenedRHS)))
+			sys.CurvatureNorm = true
+			sys.RefNorm2 = ReduceAllSum(Mul(unwhitenedRHS, MatMul(gram, unwhitenedRHS)))
 		}
 		if rowProduct {
-			sys.rhsProduct = sys.curvature(sys.rhs)
+			sys.RHSProduct = sys.Curvature(sys.RHS)
 		}
 		// d = −M⁻¹(g_R/λ + J̃ᵀu) = −M⁻¹(g_R/λ + Jᵀ(Q'^{1/2}u)), with Q'^{1/2}u₀ = Q'^{1/2}rhs/(bλ)
 		// after a gradient start: the sign goes into the b-vector, not over the parameter-space
 		// result.
-		backProject = func(sol cgResult) Vec {
+		backProject = func(sol gn.CGResult) Vec {
 			v := Mul(w.sqrtQ, sol.X[0])
-			start := Where(sol.FromGradientStart, Div(unwhitenedRHS, sys.shift), ZerosLike(v))
-			return subtract(scaleEach(j.vjp(Neg(Add(v, start))), invM), gradStep)
+			start := Where(sol.FromGradientStart, Div(unwhitenedRHS, sys.Shift), ZerosLike(v))
+			return subtract(scaleEach(j.VJP(Neg(Add(v, start))), invM), gradStep)
 		}
 		inLoop = true
 	} else {
@@ -207,31 +201,30 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dam
 		// so that CG reuses its VJPs: L rhs (J̃ᵀr̃ = Jᵀr without a regulariser) is both its first
 		// product and the stopping rule's reference, and it accumulates L u, whence the
 		// back-projection d = −M^{-1/2}(L u) − M⁻¹g_R/λ.
-		sys.factor = func(u Vec) Vec { return scaleEach(j.vjp(Mul(w.sqrtQ, u[0])), sqrtInvM) }
-		sys.cofactor = func(beta Vec) Vec { return Vec{Mul(w.sqrtQ, j.jvp(scaleEach(beta, sqrtInvM)))} }
-		sys.factorRHS = sys.factor(sys.rhs)
+		sys.Factor = func(u Vec) Vec { return scaleEach(j.VJP(Mul(w.sqrtQ, u[0])), sqrtInvM) }
+		sys.Cofactor = func(beta Vec) Vec { return Vec{Mul(w.sqrtQ, j.JVP(scaleEach(beta, sqrtInvM)))} }
+		sys.FactorRHS = sys.Factor(sys.RHS)
 		if paramRule {
-			sys.curvatureNorm = true
-			sys.refNorm2 = vecDot(sys.factorRHS, sys.factorRHS)
+			sys.CurvatureNorm = true
+			sys.RefNorm2 = gn.VecDot(sys.FactorRHS, sys.FactorRHS)
 		}
 		if rowProduct {
-			sys.rhsProduct = sys.cofactor(sys.factorRHS)
+			sys.RHSProduct = sys.Cofactor(sys.FactorRHS)
 		}
-		backProject = func(sol cgResult) Vec {
-			return subtract(vecScale(Scalar(g, dtype, -1), scaleEach(sol.LX, sqrtInvM)), gradStep)
+		backProject = func(sol gn.CGResult) Vec {
+			return subtract(gn.VecScale(Scalar(g, dtype, -1), scaleEach(sol.LX, sqrtInvM)), gradStep)
 		}
 	}
 	if rowProduct {
-		scale = rowScale(sys.rhs[0], sys.rhsProduct[0])
+		scale = rowScale(sys.RHS[0], sys.RHSProduct[0])
 		lam = cfg.damping(damping, scale, g, dtype)
 	}
-	sys.shift = MulScalar(lam, float64(b))
+	sys.Shift = MulScalar(lam, float64(b))
 	if stopAtNoise && scale.noise != nil {
-		sys.tolerance = noiseTolerance(scale.noise)
+		sys.Tolerance = noiseTolerance(scale.noise)
 	}
-	sol := solveCG(sys, cfg.CG, inLoop)
+	sol := gn.SolveCG(sys, cfg.CG.MaxIterations, cfg.CG.Tolerance, inLoop)
 	dir := newDirection(backProject(sol), m, sol)
-	dir.rowRHS = w.rTilde
 	dir.lambda, dir.scale = lam, scale
 	return dir
 }
@@ -252,14 +245,14 @@ func rowScale(rTilde, kr *Node) batchScale {
 // g = J̃ᵀr̃/b + g_R: gᵀ(H_FGN + D)g = (1/b)Σ_i q'_i (J_i g)² + Σ_k D_k‖g_k‖², and example i's
 // gradient along g is (p_†,i J_i g + g_Rᵀg)/‖g‖ (the regulariser is every example's). It makes
 // one VJP (J̃ᵀr̃) and one JVP (J g).
-func regularisedScale(j marginJacobian, m *Margin, w whitening, reg *regularisation) batchScale {
+func regularisedScale(j gn.MarginJacobian, m *gn.Margin, w whitening, reg *regularisation) batchScale {
 	b := float64(m.S.Shape().Dim(0))
-	grad := vecScale(Scalar(m.S.Graph(), m.S.DType(), 1/b), j.vjp(Mul(w.sqrtQ, w.rTilde)))
+	grad := gn.VecScale(Scalar(m.S.Graph(), m.S.DType(), 1/b), j.VJP(Mul(w.sqrtQ, w.rTilde)))
 	gradR := orZerosLike(reg.grad, grad)
 	for k := range grad {
 		grad[k] = Add(grad[k], gradR[k])
 	}
-	jg := j.jvp(grad)
+	jg := j.JVP(grad)
 	curvature := DivScalar(ReduceAllSum(Mul(Square(w.sqrtQ), Square(jg))), b)
 	for k, dk := range reg.hessian {
 		if dk > 0 {
@@ -267,8 +260,8 @@ func regularisedScale(j marginJacobian, m *Margin, w whitening, reg *regularisat
 		}
 	}
 	return batchScale{
-		curvature: curvatureScale(curvature, vecDot(grad, grad)),
-		noise:     gradientNoise(Add(Mul(m.PDagger, jg), vecDot(gradR, grad))),
+		curvature: curvatureScale(curvature, gn.VecDot(grad, grad)),
+		noise:     gradientNoise(Add(Mul(m.PDagger, jg), gn.VecDot(gradR, grad))),
 	}
 }
 
@@ -303,18 +296,7 @@ type GramLinearization interface {
 	//
 	//	G_ij = J_i·J_j,      J_i = ∇_z s_iᵀ J_z,i      (eq. 2.9),
 	//
-	// from the logit-space margin gradients gradS = ∇_z s (b×C, Margin.GradS). FGNDirection calls
+	// from the logit-space margin gradients gradS = ∇_z s (b×C, fgn/paper's Margin.GradS). FGNDirection calls
 	// it once per direction, outside CG's loop.
 	MarginGram(gradS *Node) *Node
-}
-
-// smallestNormal returns the smallest positive normal number of a float dtype.
-func smallestNormal(dtype dtypes.DType) float64 {
-	switch dtype {
-	case dtypes.Float64:
-		return math.Float64frombits(1 << 52) // 2^-1022
-	case dtypes.Float16:
-		return math.Ldexp(1, -14)
-	}
-	return float64(math.Float32frombits(1 << 23)) // 2^-126, float32's and bfloat16's
 }

@@ -11,6 +11,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/fgn-paper/fgn/internal/ref"
+
+	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
 // saturatedProblem is the b = 16, d = 8, C = 10 affine problem of the saturated-row tests with
@@ -67,7 +69,7 @@ func TestSaturatedStep(t *testing.T) {
 			}
 			lambda := math.Max(1e-4, 1e-3*slices.Max(eig.Values(nil)))
 			want := e.step(t, e.fgn, lambda)
-			margins := run(t, func(in []*Node) []*Node { return []*Node{NewMargin(affineLin(in).Logits(), in[1]).S} },
+			margins := run(t, func(in []*Node) []*Node { return []*Node{gn.NewMargin(affineLin(in).Logits(), in[1]).S} },
 				p.affineInputs(dtypes.Float64)...)[0]
 			saturated := 0 // rows whose q is below float32's floor ε², e^{−|s|} < 1.4e-14
 			for _, s := range margins {

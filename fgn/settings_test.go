@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	. "github.com/gomlx/gomlx/core/graph"
+
+	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
 // TestSettingsDefaults checks PaperSettings against the constants of the paper's Algorithm 1 and
@@ -48,7 +50,7 @@ func TestRowOperatorChoice(t *testing.T) {
 		h := param("h", b, d)
 		a := NewAffineHead(h, param("W", d, c), param("bias", c))
 		if featureGram {
-			a.FeatureGram = FeatureGram(h)
+			a.FeatureGram = gn.FeatureGram(h)
 		}
 		return a
 	}

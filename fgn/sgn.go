@@ -2,6 +2,8 @@ package fgn
 
 import (
 	. "github.com/gomlx/gomlx/core/graph"
+
+	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
 // SGNDirection returns the damped full-softmax-GGN direction d = −(H_GGN + λI)^{-1} g of the SGN
@@ -17,11 +19,11 @@ func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings) *Direct
 // (cfg.Damping otherwise), for the loss L = (1/b)Σφ(s_i) + R with the regulariser reg (nil for
 // none): (H_GGN + D + λI) d = −(g + g_R), D the Hessian of R's L2 terms added to the product and
 // g_R = ∇R to the right-hand side (see regularisation). (H_GGN + D) g is the product of CG's first
-// iteration, which starts from p_0 = −g and takes it (cgSystem.rhsProduct), and ν comes from its
+// iteration, which starts from p_0 = −g and takes it (gn.CGSystem.RHSProduct), and ν comes from its
 // JVP; with a warm start they cost one product more.
 func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, damping dampingFn, reg *regularisation) *Direction {
 	cfg.mustValidateSolve()
-	m := NewMargin(lin.Logits(), labels)
+	m := gn.NewMargin(lin.Logits(), labels)
 	b := float64(m.S.Shape().Dim(0))
 	probs := Softmax(lin.Logits(), -1)
 	// −g = Jᵀ(y − p)/b: the scale and sign go into the b×C cotangent.
@@ -31,7 +33,7 @@ func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, damping
 	}
 	// product returns (H_GGN + D) v from m = J_z v.
 	product := func(v Vec, m *Node) Vec {
-		out := ggnFromJVP(lin, probs, m)
+		out := gn.GGN(lin, probs, m)
 		if reg != nil {
 			for k, dk := range reg.hessian {
 				if dk > 0 {
@@ -41,38 +43,26 @@ func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, damping
 		}
 		return out
 	}
-	sys := cgSystem{curvature: func(v Vec) Vec { return product(v, lin.JVP(v)) }, rhs: negGrad, x0: x0}
+	sys := gn.CGSystem{Curvature: func(v Vec) Vec { return product(v, lin.JVP(v)) }, RHS: negGrad, X0: x0}
 	var scale batchScale
 	if x0 == nil || damping != nil || cfg.CG.StopAtNoise {
 		jz := lin.JVP(negGrad)
-		sys.rhsProduct = product(negGrad, jz)
-		scale.curvature = curvatureScale(vecDot(negGrad, sys.rhsProduct), vecDot(negGrad, negGrad))
+		sys.RHSProduct = product(negGrad, jz)
+		scale.curvature = curvatureScale(gn.VecDot(negGrad, sys.RHSProduct), gn.VecDot(negGrad, negGrad))
 		// Example i's gradient of L along −g is ∇_z ℓ_iᵀ(J_z v)_i + g_Rᵀv = (p_i − y_i)ᵀ(J_z v)_i + g_Rᵀv
 		// for v = −g (eq. 2.11).
 		along := ReduceSum(Mul(Sub(probs, m.OneHot), jz), -1)
 		if reg != nil {
-			along = Add(along, vecDot(orZerosLike(reg.grad, negGrad), negGrad))
+			along = Add(along, gn.VecDot(orZerosLike(reg.grad, negGrad), negGrad))
 		}
 		scale.noise = gradientNoise(along)
 	}
-	sys.shift = cfg.damping(damping, scale, m.S.Graph(), m.S.DType())
+	sys.Shift = cfg.damping(damping, scale, m.S.Graph(), m.S.DType())
 	if cfg.CG.StopAtNoise && scale.noise != nil {
-		sys.tolerance = noiseTolerance(scale.noise)
+		sys.Tolerance = noiseTolerance(scale.noise)
 	}
-	sol := solveCG(sys, cfg.CG, inWhileLoop(lin))
+	sol := gn.SolveCG(sys, cfg.CG.MaxIterations, cfg.CG.Tolerance, inWhileLoop(lin))
 	dir := newDirection(sol.X, m, sol)
-	dir.lambda, dir.scale = sys.shift, scale
+	dir.lambda, dir.scale = sys.Shift, scale
 	return dir
-}
-
-// ggnFromJVP returns the full softmax GGN-vector product used by SGN,
-//
-//	v ↦ (1/b) J_zᵀ (diag(p) - p pᵀ) J_z v        (eq. 3.1, batched),
-//
-// from m = J_z v, where the softmax covariance is applied per example as p⊙m - p (pᵀm). probs are
-// the softmax probabilities (b×C).
-func ggnFromJVP(lin Linearization, probs, m *Node) Vec {
-	pm := Mul(probs, m)
-	cov := MulScalar(Sub(pm, Mul(probs, ExpandAxes(ReduceSum(pm, -1), -1))), 1/float64(probs.Shape().Dim(0)))
-	return lin.VJP(cov)
 }

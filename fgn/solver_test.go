@@ -8,6 +8,8 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 
 	"github.com/fgn-paper/fgn/internal/ref"
+
+	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
 // exactCG makes CG run to convergence on a b-dimensional (or small d-dimensional) system.
@@ -148,16 +150,16 @@ func TestClosures(t *testing.T) {
 	const h = 1e-5
 	out := run(t, func(in []*Node) []*Node {
 		lin := mlpLin(in)
-		m := NewMargin(lin.Logits(), in[1])
-		j := marginJacobian{lin: lin, gradS: m.GradS}
+		m := gn.NewMargin(lin.Logits(), in[1])
+		j := gn.MarginJacobian{Lin: lin, GradS: m.GradS}
 		dirs := Vec(in[6:10])
 		shifted := func(sign float64) *Node {
-			params := vecAxpy(Vec(in[2:6]), Scalar(in[0].Graph(), dtypes.Float64, sign*h), dirs)
+			params := gn.VecAxpy(Vec(in[2:6]), Scalar(in[0].Graph(), dtypes.Float64, sign*h), dirs)
 			hidden := Tanh(Add(MatMul(in[0], params[0]), ExpandAxes(params[1], 0)))
-			return NewMargin(Add(MatMul(hidden, params[2]), ExpandAxes(params[3], 0)), in[1]).S
+			return gn.NewMargin(Add(MatMul(hidden, params[2]), ExpandAxes(params[3], 0)), in[1]).S
 		}
 		fd := DivScalar(Sub(shifted(1), shifted(-1)), 2*h)
-		return []*Node{j.jvp(dirs), fd, vecDot(j.vjp(in[10]), dirs)}
+		return []*Node{j.JVP(dirs), fd, gn.VecDot(j.VJP(in[10]), dirs)}
 	}, append(p.mlpInputs(dtypes.Float64), beta.w1, beta.b1, beta.w2, beta.b2, a)...)
 	check(t, "JVP vs central differences (MLP)", ref.RelErr(out[0], out[1]), 1e-8)
 	check(t, "⟨a, Jβ⟩ = ⟨Jᵀa, β⟩", math.Abs(dot(a, out[0])-out[2][0])/math.Abs(out[2][0]), 1e-13)
@@ -183,12 +185,12 @@ func TestAffineClosedFormMatchesGeneric(t *testing.T) {
 	out := run(t, func(in []*Node) []*Node {
 		head := NewAffineHead(in[0], in[2], in[3])
 		generic := Linearize(head.Logits(), head.Params())
-		m := NewMargin(head.Logits(), in[1])
+		m := gn.NewMargin(head.Logits(), in[1])
 		sqrtQ := Sqrt(m.Q)
 		whiten := func(v *Node) *Node { return Mul(sqrtQ, v) }
 		k := Mul(Mul(head.MarginGram(m.GradS), ExpandAxes(sqrtQ, -1)), ExpandAxes(sqrtQ, 0))
-		j := marginJacobian{generic, m.GradS}
-		op := func(v *Node) *Node { return whiten(j.jvp(j.vjp(whiten(v)))) }
+		j := gn.MarginJacobian{Lin: generic, GradS: m.GradS}
+		op := func(v *Node) *Node { return whiten(j.JVP(j.VJP(whiten(v)))) }
 		probe := Iota(in[0].Graph(), k.Shape(), 0) // columns of the identity, via equality below
 		eye := ConvertDType(Equal(probe, Iota(in[0].Graph(), k.Shape(), 1)), dtypes.Float64)
 		cols := make([]*Node, p.b)
@@ -221,7 +223,7 @@ func TestSGNDirection(t *testing.T) {
 			lin := mlpLin(in)
 			var x0 Vec
 			if warm {
-				x0 = vecScale(Scalar(in[0].Graph(), dtypes.Float64, 0.1), Vec(in[2:6])) // any start
+				x0 = gn.VecScale(Scalar(in[0].Graph(), dtypes.Float64, 0.1), Vec(in[2:6])) // any start
 			}
 			dir := SGNDirection(lin, in[1], x0, exactCG)
 			return []*Node{flattenVec(dir.D)}

@@ -10,6 +10,8 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/fgn-paper/fgn/internal/ref"
+
+	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
 // confidentlyWrongProblem returns an affine-head batch whose first len(margins) examples have
@@ -55,7 +57,7 @@ func TestStoppingRuleHardBatches(t *testing.T) {
 	margins := []float64{10, 30, 50, 70, 100, 1e4}
 	p := confidentlyWrongProblem(41, 9, 5, margins)
 	dn := runDense(t, p, false)
-	s := run(t, func(in []*Node) []*Node { return []*Node{NewMargin(affineLin(in).Logits(), in[1]).S} },
+	s := run(t, func(in []*Node) []*Node { return []*Node{gn.NewMargin(affineLin(in).Logits(), in[1]).S} },
 		p.affineInputs(dtypes.Float64)...)[0]
 	t.Logf("margins: %.4g", s)
 	if s[4] < 90 || s[1] < 25 {
@@ -175,7 +177,8 @@ func scaled(x []float64, a float64) []float64 {
 func unwhitenedRowResidual(t *testing.T, p *problem, dn denseOut, lambda float64, dir func([]*Node, Settings) *Direction, cfg Settings) float64 {
 	out := run(t, func(in []*Node) []*Node {
 		r := dir(in, cfg)
-		return []*Node{r.rowRHS, r.Solution[0]}
+		_, rTilde := gn.NewMargin(affineLin(in).Logits(), in[1]).Whiten()
+		return []*Node{rTilde, r.Solution[0]}
 	}, p.affineInputs(dtypes.Float64)...)
 	rTilde, u := out[0], out[1]
 	b, d := p.b, dn.d

@@ -94,7 +94,7 @@ const (
 	// a unit axis and a reshape (unfusedBroadcast, walk.go), which the optimiser leaves alone;
 	// walk.closureSafe reports the one form it cannot rebuild, a same-rank broadcast that permutes
 	// axes, and Linearization.WhileSafe is then false (fgn's CG is unrolled on such products:
-	// inWhileLoop, whileLoop in fgn/cg.go). Checked: gomlx v0.28.16, compute v0.1.3 to v0.1.14.
-	// Test: TestCompatWhileGradient.
+	// inWhileLoop, whileLoop in fgn/internal/gn/cg.go). Checked: gomlx v0.28.16, compute v0.1.3 to
+	// v0.1.14. Test: TestCompatWhileGradient.
 	compatWhileGradient = "Gradient inside a While body"
 )

@@ -187,7 +187,7 @@ func StepTime(backend compute.Backend, c StepTimeConfig, progressW io.Writer) (s
 	t.Comment("steps", fmt.Sprintf("%d warm-up, %d timed per (C, method)%s; a step is timed from the call until its outputs (loss and diagnostics) are on the host", c.Warmup, c.Steps, warmLarge))
 	t.Comment("data", "x_i ~ N(0, I_d) float32, labels uniform on [0, C); features generated and moved to the device before timing")
 	t.Comment("methods", "the training loop's step (train.NewStep) over fgn.AffineHead, with h^T and, for fgn, the feature Gram h h^T + 1 laid out once per static batch before timing; "+
-		"adam: Adam with gomlx optimizer.Adam's defaults, updating in place, on the head's closed-form gradient (fgn.LossGradient, one VJP), skipping non-finite steps; sgn: fgn.SGN (parameter-space CG on the head's JVP/VJP, warm start); "+
+		"adam: Adam with gomlx optimizer.Adam's defaults, updating in place, on the head's closed-form gradient (paper.LossGradient, one VJP), skipping non-finite steps; sgn: fgn.SGN (parameter-space CG on the head's JVP/VJP, warm start); "+
 		"fgn: fgn.FGN (row-space CG on the closed-form affine row Gram); fgn-matrix-free: fgn.FGN with MatrixFree (row-space CG, one head VJP and JVP per iteration)")
 
 	loadBefore := report.LoadAverage()

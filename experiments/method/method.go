@@ -18,7 +18,7 @@ type Method string
 
 const (
 	// Adam is Adam (the algorithm of optimizer.Adam with AdamSettings, built by the step
-	// builder so that it updates in place) on the batch gradient of fgn.LossGradient, the
+	// builder so that it updates in place) on the batch gradient of paper.LossGradient, the
 	// first-order baseline.
 	Adam Method = "adam"
 	// SGN is the full softmax-GGN baseline (fgn.SGN): parameter-space CG, warm-started.

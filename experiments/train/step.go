@@ -13,6 +13,7 @@ import (
 
 	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/fgn"
+	"github.com/fgn-paper/fgn/fgn/paper"
 )
 
 // StepConfig is one optimiser step of the experiments, an assembly of the vocabulary's axes: the
@@ -114,7 +115,7 @@ type StepResult struct {
 // frozen features that the step takes (hᵀ on an affine head with exact products, and the feature
 // Gram h hᵀ + 1 for FGN (closed-form Gram)) once, timing them (LayoutSeconds), and compiles the
 // step; Run then runs it on a batch. Adam (adamUpdate) steps with the gradient of
-// fgn.LossGradient, one VJP of the linearisation: in closed form on an affine head with exact
+// paper.LossGradient, one VJP of the linearisation: in closed form on an affine head with exact
 // products, by autodiff otherwise. Like FGN and SGN, it skips a step that is not finite.
 func NewStep(be compute.Backend, store *model.Store, vars []*model.Variable, cfg StepConfig, xs, ys []*tensors.Tensor) (*Step, error) {
 	if err := cfg.Validate(); err != nil {
@@ -140,7 +141,7 @@ func NewStep(be compute.Backend, store *model.Store, vars []*model.Variable, cfg
 	for _, c := range []struct {
 		on bool
 		fn func(*Node) *Node
-	}{{lay.ht, func(x *Node) *Node { return Transpose(x, 0, 1) }}, {lay.gram, fgn.FeatureGram}} {
+	}{{lay.ht, func(x *Node) *Node { return Transpose(x, 0, 1) }}, {lay.gram, paper.FeatureGram}} {
 		if !c.on {
 			continue
 		}
@@ -240,12 +241,12 @@ func gnStep(scope *model.Scope, gn fgn.Optimizer, lin fgn.Linearization, labels 
 }
 
 // adamStep builds Adam's step (adamUpdate) with hyper-parameters h on the batch gradient
-// g = (1/b) J_zᵀ (p − y) of lin (fgn.Margin.Gradient, as fgn.LossGradient, eqs. 2.11, 3.8: one
+// g = (1/b) J_zᵀ (p − y) of lin (paper.Margin.Gradient, as paper.LossGradient, eqs. 2.11, 3.8: one
 // VJP, in closed form on an affine head, a reverse pass of autodiff otherwise) and returns Step's
 // outputs (gnStep), with zero CG iterations and residual and NaN damping telemetry.
 func adamStep(scope *model.Scope, vars []*model.Variable, lin fgn.Linearization, labels *Node, h method.AdamSettings) []*Node {
 	g := labels.Graph()
-	margin := fgn.NewMargin(lin.Logits(), labels)
+	margin := paper.NewMargin(lin.Logits(), labels)
 	loss := ReduceAllMean(margin.Loss)
 	finite := adamUpdate(scope, vars, margin.Gradient(lin), h, loss)
 	zero := ScalarZero(g, loss.DType())

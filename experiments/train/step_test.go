@@ -13,6 +13,7 @@ import (
 
 	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/fgn"
+	"github.com/fgn-paper/fgn/fgn/paper"
 )
 
 // referenceStep builds, for the model variables vars, the step that the step builder must
@@ -47,7 +48,7 @@ func referenceStep(cfg StepConfig, vars []*model.Variable) func(scope *model.Sco
 			logits = Add(MatMul(Tanh(Add(MatMul(x, p[0]), ExpandAxes(p[1], 0))), p[2]), ExpandAxes(p[3], 0))
 		}
 		if adam != nil {
-			loss := ReduceAllMean(fgn.NewMargin(logits, y).Loss)
+			loss := ReduceAllMean(paper.NewMargin(logits, y).Loss)
 			adam.UpdateGraph(scope, g, loss)
 			return loss
 		}

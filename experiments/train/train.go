@@ -26,6 +26,7 @@ import (
 	"github.com/fgn-paper/fgn/features"
 	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
+	"github.com/fgn-paper/fgn/fgn/paper"
 )
 
 // Config configures one training run.
@@ -314,7 +315,7 @@ func newEvaluator(be compute.Backend, vars []*model.Variable, m Model, trainSet,
 	e.exec = MustNewExec(be, func(in []*Node) []*Node {
 		x, y := in[0], in[1]
 		logits := m.logits(x, fgn.Vec(in[2:]))
-		loss := ReduceAllMean(fgn.NewMargin(logits, y).Loss)
+		loss := ReduceAllMean(paper.NewMargin(logits, y).Loss)
 		correct := ConvertDType(Equal(ConvertDType(ArgMax(logits, -1), dtypes.Int32), y), loss.DType())
 		return []*Node{loss, ReduceAllMean(correct)}
 	})

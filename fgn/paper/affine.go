@@ -3,7 +3,7 @@ package paper
 import (
 	. "github.com/gomlx/gomlx/core/graph"
 
-	"github.com/fgn-paper/fgn/fgn/internal/hook"
+	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
 // AffineMarginGram returns the unwhitened margin Gram J Jᵀ of the affine head in closed form
@@ -12,9 +12,16 @@ import (
 //	G_ij = (h_i·h_j + 1)(a_i·a_j),
 //
 // with a_i = ∇_z s_i the logit-space margin gradients (gradS, b×C) and featureGram = h hᵀ + 1
-// (fgn.FeatureGram): the Gram fgn.AffineHead.MarginGram forms.
+// (FeatureGram): the Gram fgn.AffineHead.MarginGram forms.
 func AffineMarginGram(featureGram, gradS *Node) *Node {
-	return hook.AffineMarginGram.(func(*Node, *Node) *Node)(featureGram, gradS)
+	return gn.AffineGram(featureGram, gradS)
+}
+
+// FeatureGram returns h hᵀ + 1 (b×b) for features h (b×d): the Gram matrix of the affine-head
+// inputs (h_i, 1). With frozen features and static batches it is constant across epochs, so
+// callers may compute it once per batch and set it as fgn.AffineHead.FeatureGram.
+func FeatureGram(h *Node) *Node {
+	return gn.FeatureGram(h)
 }
 
 // AffineRowGram returns the whitened row Gram K = Q^{1/2} J Jᵀ Q^{1/2} of the affine head,

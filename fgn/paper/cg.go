@@ -2,9 +2,10 @@ package paper
 
 import (
 	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/support/exceptions"
 
 	"github.com/fgn-paper/fgn/fgn"
-	"github.com/fgn-paper/fgn/fgn/internal/hook"
+	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
 // CGResult is the outcome of an in-graph CG solve.
@@ -31,7 +32,9 @@ type CGResult struct {
 // the graph and an iteration past convergence is masked to a no-op, so op may be any graph
 // function, autodiff products included. It panics on invalid settings.
 func CG(op func(fgn.Vec) fgn.Vec, rhs, x0 fgn.Vec, s fgn.CGSettings) CGResult {
-	x, iterations, residual := hook.CG.(func(func(fgn.Vec) fgn.Vec, fgn.Vec, fgn.Vec, fgn.CGSettings) (fgn.Vec, *Node, *Node))(
-		op, rhs, x0, s)
-	return CGResult{X: x, Iterations: iterations, Residual: residual}
+	if err := s.Validate(); err != nil {
+		exceptions.Panicf("paper.CG: %v", err)
+	}
+	r := gn.SolveCG(gn.CGSystem{Curvature: op, RHS: rhs, X0: x0}, s.MaxIterations, s.Tolerance, false)
+	return CGResult{X: r.X, Iterations: r.Iterations, Residual: r.Residual}
 }

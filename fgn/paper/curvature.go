@@ -4,7 +4,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 
 	"github.com/fgn-paper/fgn/fgn"
-	"github.com/fgn-paper/fgn/fgn/internal/hook"
+	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
 // MarginJacobian is the Jacobian J (b×d) of the batched margin map w ↦ s(w), whose row i is
@@ -12,20 +12,21 @@ import (
 //
 //	Jᵀ a = J_zᵀ (a ⊙ ∇_z s),      J β = rowsum(∇_z s ⊙ J_z β).
 //
-// These are the products FGN's matrix-free row operator and its back-projection make.
+// These are the products FGN's matrix-free row operator and its back-projection make (they are
+// the solver's own).
 type MarginJacobian struct {
 	Lin   fgn.Linearization
-	GradS *Node // ∇_z s, b×C (fgn.Margin.GradS)
+	GradS *Node // ∇_z s, b×C (Margin.GradS)
 }
 
 // VJP returns Jᵀ a for a ∈ R^b.
-func (j MarginJacobian) VJP(a *Node) fgn.Vec {
-	return hook.MarginVJP.(func(fgn.Linearization, *Node, *Node) fgn.Vec)(j.Lin, j.GradS, a)
-}
+func (j MarginJacobian) VJP(a *Node) fgn.Vec { return j.products().VJP(a) }
 
 // JVP returns J β ∈ R^b for β in parameter space.
-func (j MarginJacobian) JVP(beta fgn.Vec) *Node {
-	return hook.MarginJVP.(func(fgn.Linearization, *Node, fgn.Vec) *Node)(j.Lin, j.GradS, beta)
+func (j MarginJacobian) JVP(beta fgn.Vec) *Node { return j.products().JVP(beta) }
+
+func (j MarginJacobian) products() gn.MarginJacobian {
+	return gn.MarginJacobian{Lin: j.Lin, GradS: j.GradS}
 }
 
 // FGNOperator returns the damped FGN curvature-vector product in parameter space,
@@ -37,17 +38,10 @@ func (j MarginJacobian) JVP(beta fgn.Vec) *Node {
 // the simplified stochastic method of appendix D.3 draws the curvature batch independently.
 // lambda is the scalar λ. fgn.FGNDirection solves the same damped system in row space instead.
 func FGNOperator(lin fgn.Linearization, labels, lambda *Node) func(v fgn.Vec) fgn.Vec {
-	m := fgn.NewMargin(lin.Logits(), labels)
-	j := MarginJacobian{Lin: lin, GradS: m.GradS}
+	m := gn.NewMargin(lin.Logits(), labels)
+	j := gn.MarginJacobian{Lin: lin, GradS: m.GradS}
 	qOverB := MulScalar(m.Q, 1/float64(m.S.Shape().Dim(0)))
-	return func(v fgn.Vec) fgn.Vec {
-		jqjv := j.VJP(Mul(qOverB, j.JVP(v)))
-		out := make(fgn.Vec, len(v))
-		for k := range v {
-			out[k] = Add(jqjv[k], Mul(ConvertDType(lambda, v[k].DType()), v[k]))
-		}
-		return out
-	}
+	return func(v fgn.Vec) fgn.Vec { return damped(j.VJP(Mul(qOverB, j.JVP(v))), lambda, v) }
 }
 
 // GGNOperator returns the damped full softmax GGN-vector product that fgn.SGNDirection solves
@@ -58,5 +52,14 @@ func FGNOperator(lin fgn.Linearization, labels, lambda *Node) func(v fgn.Vec) fg
 // where the softmax covariance is applied per example as p⊙m − p (pᵀm), m = J_z v.
 // probs are the softmax probabilities (b×C), lambda the scalar λ.
 func GGNOperator(lin fgn.Linearization, probs, lambda *Node) func(v fgn.Vec) fgn.Vec {
-	return hook.GGNOperator.(func(fgn.Linearization, *Node, *Node) func(fgn.Vec) fgn.Vec)(lin, probs, lambda)
+	return func(v fgn.Vec) fgn.Vec { return damped(gn.GGN(lin, probs, lin.JVP(v)), lambda, v) }
+}
+
+// damped returns hv + λv, λ a scalar node.
+func damped(hv fgn.Vec, lambda *Node, v fgn.Vec) fgn.Vec {
+	out := make(fgn.Vec, len(v))
+	for k := range v {
+		out[k] = Add(hv[k], Mul(ConvertDType(lambda, v[k].DType()), v[k]))
+	}
+	return out
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/gomlx/gomlx/support/exceptions"
 
 	"github.com/fgn-paper/fgn/fgn"
-	"github.com/fgn-paper/fgn/fgn/internal/hook"
+	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
 // Method selects which direction AffineDirection computes, named by the repository's vocabulary
@@ -112,7 +112,7 @@ func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias 
 			case MethodSGN:
 				dir = fgn.SGNDirection(head, labels, nil, cfg)
 			case MethodGradient:
-				m := fgn.NewMargin(head.Logits(), labels)
+				m := gn.NewMargin(head.Logits(), labels)
 				grad := m.Gradient(head)
 				loss := ReduceAllMean(m.Loss)
 				dir = &fgn.Direction{D: fgn.Vec{Neg(grad[0]), Neg(grad[1])}, Loss: loss,
@@ -264,7 +264,9 @@ func validateAffine(h, labels, w, bias *tensors.Tensor, cfg fgn.Settings) error 
 			return fmt.Errorf("paper: %s has a NaN or Inf at flat index %d", in.name, idx)
 		}
 	}
-	if err := hook.ValidateSolve.(func(fgn.Settings) error)(cfg); err != nil {
+	solve := cfg
+	solve.LearningRate = 1 // a direction ignores the step size α
+	if err := solve.Validate(); err != nil {
 		return err
 	}
 	if bLambda := float64(b) * cfg.Damping; bLambda > largestFinite(dtype) {

@@ -2,10 +2,6 @@ package paper
 
 import (
 	. "github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/support/exceptions"
-
-	"github.com/fgn-paper/fgn/fgn"
-	"github.com/fgn-paper/fgn/fgn/internal/hook"
 )
 
 // FGNRowOperator returns the whitened row-space operator of eq. (4.8),
@@ -21,15 +17,12 @@ func FGNRowOperator(j MarginJacobian, sqrtQ, bLambda *Node) func(v *Node) *Node 
 	}
 }
 
-// RowRHS returns the right-hand side of the whitened row system (K + bλI) u = r̃ for a direction
-// of fgn.FGNDirection: r̃ = Q'^{-1/2} r (eq. 4.6), with the weights √q'_i = max(√q_i, ν), ν the
-// dtype's smallest normal number (see fgn.FGNDirection). dir.Solution approximates u, or, on a
-// batch with saturated rows, w = u − r̃/(bλ). It panics for a direction of fgn.SGNDirection,
-// which has no row system.
-func RowRHS(dir *fgn.Direction) *Node {
-	rhs := hook.RowRHS.(func(*fgn.Direction) *Node)(dir)
-	if rhs == nil {
-		exceptions.Panicf("paper.RowRHS: the direction has no row system (SGN solves in parameter space)")
-	}
-	return rhs
+// RowRHS returns the right-hand side of the whitened row system (K + bλI) u = r̃ that
+// fgn.FGNDirection solves for the batch whose margin quantities are m: r̃ = Q'^{-1/2} r (eq. 4.6),
+// r_i = p_†,i, with the weights √q'_i = max(√q_i, ν), ν the dtype's smallest normal number (see
+// fgn.FGNDirection). The direction's Solution approximates u, or, on a batch with saturated rows,
+// w = u − r̃/(bλ).
+func RowRHS(m *Margin) *Node {
+	_, rTilde := m.Whiten()
+	return rTilde
 }

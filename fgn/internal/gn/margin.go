@@ -1,4 +1,11 @@
-package fgn
+// Package gn holds the quantities of "Fast Gauss-Newton for Multiclass Cross-Entropy" that
+// package fgn's solver and package fgn/paper both compute, in one implementation: the margin
+// quantities of section 2 (Margin), the margin Jacobian and the GGN product of section 3
+// (MarginJacobian, GGN), the whitening of the row system of section 4 (Whiten), the affine head's
+// closed-form Gram of appendix F.2 (FeatureGram, AffineGram) and the dense matrices of a small
+// problem (NewDense). It depends on GoMLX's graph package only: a linearisation reaches it as
+// its Jacobian products (Products), which fgn.Linearization provides.
+package gn
 
 import (
 	"math"
@@ -8,8 +15,8 @@ import (
 	"github.com/gomlx/gomlx/support/exceptions"
 )
 
-// Margin holds the per-example true-vs-rest margin quantities of section 2 of the paper
-// for a batch of logits z (b×C) and integer labels y (b). All fields are graph nodes.
+// Margin holds the per-example true-vs-rest margin quantities of section 2 of the paper (fgn/paper's
+// Margin) for a batch of logits z (b×C) and integer labels y (b). All fields are graph nodes.
 //
 // With ★ the true class of an example and † the aggregate of its competitors:
 //
@@ -29,7 +36,7 @@ import (
 //
 // A row with a non-finite logit (or logits whose sum overflows) has a NaN loss: the softplus
 // and the competitor maximum go through Exp and Max, which a backend's vectorised kernels may
-// evaluate to a finite number on NaN (see compat.go: compatSIMDNaN), so the loss tests the row's sum
+// evaluate to a finite number on NaN (see fgn/compat.go: compatSIMDNaN), so the loss tests the row's sum
 // Σ_j z_ij, made of additions only, instead of relying on NaN propagating through them.
 type Margin struct {
 	// S is the margin s (b).
@@ -60,14 +67,14 @@ type Margin struct {
 // graph (fgn/paper's AffineDirection, the training loop and the command-line tools do).
 func NewMargin(logits, labels *Node) *Margin {
 	if logits.Rank() != 2 {
-		exceptions.Panicf("fgn.NewMargin: logits must be b×C, got %s", logits.Shape())
+		exceptions.Panicf("gn: logits must be b×C, got %s", logits.Shape())
 	}
 	b, numClasses := logits.Shape().Dim(0), logits.Shape().Dim(1)
 	if numClasses < 2 {
-		exceptions.Panicf("fgn.NewMargin: need C ≥ 2 classes, got C=%d", numClasses)
+		exceptions.Panicf("gn: need C ≥ 2 classes, got C=%d", numClasses)
 	}
 	if labels.Rank() != 1 || labels.Shape().Dim(0) != b || !labels.DType().IsInt() {
-		exceptions.Panicf("fgn.NewMargin: labels must be an integer vector of length %d, got %s", b, labels.Shape())
+		exceptions.Panicf("gn: labels must be an integer vector of length %d, got %s", b, labels.Shape())
 	}
 	g := logits.Graph()
 	dtype := logits.DType()
@@ -112,8 +119,7 @@ func NewMargin(logits, labels *Node) *Margin {
 // the batch whose margin quantities are m, with one VJP of lin, the linearisation of the logits
 // m was computed from. A caller that needs other margin quantities besides the gradient (as
 // LossGradient needs the loss) computes the margin once and calls it.
-func (m *Margin) Gradient(lin Linearization) Vec {
+func (m *Margin) Gradient(lin Products) []*Node {
 	b := float64(m.S.Shape().Dim(0))
-	j := marginJacobian{lin: lin, gradS: m.GradS}
-	return j.vjp(MulScalar(m.PDagger, 1/b)) // scaled in row space: b entries, not the parameters
+	return MarginJacobian{Lin: lin, GradS: m.GradS}.VJP(MulScalar(m.PDagger, 1/b)) // scaled in row space: b entries
 }

@@ -1,4 +1,4 @@
-package fgn
+package gn
 
 import (
 	"math"
@@ -8,15 +8,15 @@ import (
 	"github.com/gomlx/gomlx/support/exceptions"
 )
 
-// cgResult is the outcome of an in-graph CG solve: the approximate solution x, the number of CG
+// CGResult is the outcome of an in-graph CG solve: the approximate solution x, the number of CG
 // steps applied to reach it (int32 scalar) and the final relative residual that the stopping
 // test compared with the tolerance (scalar), 0 when the reference norm is 0 and NaN when the
 // right-hand side or the final residual is not finite or CG stopped because a step overflowed the
 // dtype. For a factored system, LX is L x, formed from the products CG made.
 //
-// With a gradient start (cgSystem.gradientStart) that CG took, FromGradientStart holds: the
+// With a gradient start (CGSystem.GradientStart) that CG took, FromGradientStart holds: the
 // solution is then x₀ + X with x₀ = rhs/σ, which CG does not form, and LX = L(x₀ + X).
-type cgResult struct {
+type CGResult struct {
 	X                 Vec
 	Iterations        *Node
 	Residual          *Node
@@ -24,28 +24,28 @@ type cgResult struct {
 	FromGradientStart *Node // boolean scalar; nil for a system without a gradient start
 }
 
-// cgSystem is the damped system (C + σI) x = rhs that solveCG solves, with C symmetric positive
+// CGSystem is the damped system (C + σI) x = rhs that SolveCG solves, with C symmetric positive
 // semi-definite (positive definite when shift is nil). C is given either as the product
 // curvature (v ↦ C v), or factored as C = Lᵀ L by factor (v ↦ L v) and cofactor (y ↦ Lᵀ y).
-type cgSystem struct {
-	curvature        func(Vec) Vec // v ↦ C v; nil for a factored system
-	factor, cofactor func(Vec) Vec // v ↦ L v and y ↦ Lᵀ y for C = Lᵀ L; nil otherwise
-	factorRHS        Vec           // L rhs, required with factor
-	shift            *Node         // σ (scalar); nil for σ = 0
-	rhs, x0          Vec
-	// rhsProduct is C rhs (without the shift), when the caller formed it (to choose σ, see
-	// DampingPolicy): CG started from zero then takes it as its first product instead of forming
+type CGSystem struct {
+	Curvature        func(Vec) Vec // v ↦ C v; nil for a factored system
+	Factor, Cofactor func(Vec) Vec // v ↦ L v and y ↦ Lᵀ y for C = Lᵀ L; nil otherwise
+	FactorRHS        Vec           // L rhs, required with factor
+	Shift            *Node         // σ (scalar); nil for σ = 0
+	RHS, X0          Vec
+	// RHSProduct is C rhs (without the shift), when the caller formed it (to choose σ, see
+	// fgn.DampingPolicy): CG started from zero then takes it as its first product instead of forming
 	// it. Nil otherwise.
-	rhsProduct Vec
-	// tolerance (a scalar), when not nil, raises the relative tolerance of the stopping test to
-	// max(tolerance, CGSettings.Tolerance) (CGSettings.StopAtNoise).
-	tolerance *Node
-	// With curvatureNorm the stopping test is on the C-seminorm of the residual e,
+	RHSProduct Vec
+	// Tolerance (a scalar), when not nil, raises the relative tolerance of the stopping test to
+	// max(Tolerance, the tolerance SolveCG is given) (fgn's CGSettings.StopAtNoise).
+	Tolerance *Node
+	// With CurvatureNorm the stopping test is on the C-seminorm of the residual e,
 	// ‖e‖_C² = eᵀC e ≤ Tolerance²·refNorm2, instead of on its Euclidean norm, ‖e‖² ≤
 	// Tolerance²·refNorm2 with refNorm2 = ‖rhs‖² when nil.
-	curvatureNorm bool
-	refNorm2      *Node
-	// gradientStart (a boolean scalar; nil for never) makes CG, when it holds, ignore x0 and
+	CurvatureNorm bool
+	RefNorm2      *Node
+	// GradientStart (a boolean scalar; nil for never) makes CG, when it holds, ignore x0 and
 	// start from the damped gradient step x₀ = rhs/σ (σ > 0) instead of zero: its first iteration
 	// forms C rhs, from the product of rhs it makes anyway, and restarts as CG from zero on
 	//
@@ -55,44 +55,44 @@ type cgSystem struct {
 	// for σ x₀ − rhs, to be formed accurately; only C rhs (and L rhs) must be representable. The
 	// Krylov space is then x₀ + span{C rhs, C² rhs, …}: on a system whose large components C
 	// barely couples (FGN's saturated rows) x₀ solves them exactly and w is of ordinary size.
-	gradientStart *Node
+	GradientStart *Node
 }
 
 // first returns the first factor of the product C v: L v for a factored system, C v otherwise.
-func (sys cgSystem) first(v Vec) Vec {
-	if sys.factor != nil {
-		return sys.factor(v)
+func (sys CGSystem) first(v Vec) Vec {
+	if sys.Factor != nil {
+		return sys.Factor(v)
 	}
-	return sys.curvature(v)
+	return sys.Curvature(v)
 }
 
 // product returns C v from first(v).
-func (sys cgSystem) product(firstV Vec) Vec {
-	if sys.factor != nil {
-		return sys.cofactor(firstV)
+func (sys CGSystem) product(firstV Vec) Vec {
+	if sys.Factor != nil {
+		return sys.Cofactor(firstV)
 	}
 	return firstV
 }
 
 // damped returns (C + σI) v from C v.
-func (sys cgSystem) damped(v, cv Vec) Vec {
-	if sys.shift == nil {
+func (sys CGSystem) damped(v, cv Vec) Vec {
+	if sys.Shift == nil {
 		return cv
 	}
-	return vecAxpy(cv, sys.shift, v)
+	return VecAxpy(cv, sys.Shift, v)
 }
 
 // seminorm returns ‖e‖_C² from e and first(e): ‖L e‖² for a factored system, eᵀ(C e) otherwise.
-func (sys cgSystem) seminorm(e, firstE Vec) *Node {
-	if sys.factor != nil {
-		return vecDot(firstE, firstE)
+func (sys CGSystem) seminorm(e, firstE Vec) *Node {
+	if sys.Factor != nil {
+		return VecDot(firstE, firstE)
 	}
-	return vecDot(e, firstE)
+	return VecDot(e, firstE)
 }
 
-// solveCG runs CG on sys. With inLoop the iterations run in a GoMLX While loop that exits as soon
+// SolveCG runs CG on sys. With inLoop the iterations run in a GoMLX While loop that exits as soon
 // as the test passes, so on XLA the whole solve stays on the device; sys's operator must then be
-// buildable inside a While body (see WhileSafe). Otherwise they are unrolled into the graph and an
+// buildable inside a While body (see fgn.WhileSafe). Otherwise they are unrolled into the graph and an
 // iteration past convergence is masked to a no-op, so the operator may be any graph function,
 // autodiff products included.
 //
@@ -111,66 +111,66 @@ func (sys cgSystem) seminorm(e, firstE Vec) *Node {
 // residual reported is always that of the returned iterate.
 //
 // For a factored system CG also accumulates L x_{k+1} = L x_k + α_k L p_k from the products it
-// makes (cgResult.LX), so a caller that needs L x (FGN's back-projection) makes no product more.
+// makes (CGResult.LX), so a caller that needs L x (FGN's back-projection) makes no product more.
 //
-// When CG starts from zero and the caller gives C rhs (sys.rhsProduct), the first iteration, whose
+// When CG starts from zero and the caller gives C rhs (sys.RHSProduct), the first iteration, whose
 // direction p_0 = rhs, takes it instead of forming the product; in a While loop that iteration
 // runs before the loop.
-func solveCG(sys cgSystem, s CGSettings, inLoop bool) cgResult {
-	if err := s.Validate(); err != nil {
-		exceptions.Panicf("%v", err)
+func SolveCG(sys CGSystem, maxIterations int, tolerance float64, inLoop bool) CGResult {
+	if maxIterations < 1 || !(tolerance >= 0) {
+		exceptions.Panicf("gn.SolveCG: need at least one iteration and a tolerance ≥ 0, got %d and %g", maxIterations, tolerance)
 	}
-	rhs := sys.rhs
+	rhs := sys.RHS
 	g := rhs[0].Graph()
 	dtype := rhs[0].DType()
-	x := sys.x0
-	if x != nil && sys.gradientStart != nil {
-		x = vecSelect(sys.gradientStart, vecZerosLike(x), x)
+	x := sys.X0
+	if x != nil && sys.GradientStart != nil {
+		x = vecSelect(sys.GradientStart, VecZerosLike(x), x)
 	}
 	var r, lx Vec
 	if x == nil {
-		x = vecZerosLike(rhs)
+		x = VecZerosLike(rhs)
 		r = rhs
-		if sys.factor != nil {
-			lx = vecZerosLike(sys.factorRHS)
+		if sys.Factor != nil {
+			lx = VecZerosLike(sys.FactorRHS)
 		}
 	} else {
 		fx := sys.first(x)
-		r = vecAxpy(rhs, Scalar(g, dtype, -1), sys.damped(x, sys.product(fx)))
-		if sys.factor != nil {
+		r = VecAxpy(rhs, Scalar(g, dtype, -1), sys.damped(x, sys.product(fx)))
+		if sys.Factor != nil {
 			lx = fx
 		}
 	}
-	ref := sys.refNorm2
+	ref := sys.RefNorm2
 	if ref == nil {
-		ref = vecDot(rhs, rhs)
+		ref = VecDot(rhs, rhs)
 	}
-	tol2 := Scalar(g, dtype, s.Tolerance*s.Tolerance)
-	if sys.tolerance != nil {
-		tol2 = Max(tol2, Square(ConvertDType(sys.tolerance, dtype)))
+	tol2 := Scalar(g, dtype, tolerance*tolerance)
+	if sys.Tolerance != nil {
+		tol2 = Max(tol2, Square(ConvertDType(sys.Tolerance, dtype)))
 	}
 	threshold := Mul(tol2, ref)
-	rr := vecDot(r, r)
-	state := cgState{k: Const(g, int32(0)), x: x, r: r, p: r, rr: rr, res2: rr, lx: lx, start: sys.gradientStart}
-	if sys.curvatureNorm {
+	rr := VecDot(r, r)
+	state := cgState{k: Const(g, int32(0)), x: x, r: r, p: r, rr: rr, res2: rr, lx: lx, start: sys.GradientStart}
+	if sys.CurvatureNorm {
 		switch {
-		case sys.x0 == nil && sys.factor != nil:
-			state.fp = sys.factorRHS
-		case sys.x0 == nil && sys.rhsProduct != nil: // first(rhs) = C rhs
-			state.fp = sys.rhsProduct
+		case sys.X0 == nil && sys.Factor != nil:
+			state.fp = sys.FactorRHS
+		case sys.X0 == nil && sys.RHSProduct != nil: // first(rhs) = C rhs
+			state.fp = sys.RHSProduct
 		default:
 			state.fp = sys.first(r)
 		}
 		state.res2 = sys.seminorm(r, state.fp)
 	}
-	maxIter := Const(g, int32(s.MaxIterations))
+	maxIter := Const(g, int32(maxIterations))
 	state.stop = LogicalNot(LogicalAnd(GreaterThan(state.res2, threshold), LessThan(state.k, maxIter)))
 
 	body := func(st cgState) cgState { return cgIteration(sys, st, cgProducts{}, maxIter, threshold) }
-	iterations := s.MaxIterations
-	if sys.x0 == nil && sys.rhsProduct != nil {
+	iterations := maxIterations
+	if sys.X0 == nil && sys.RHSProduct != nil {
 		// p_0 = rhs: its products are C rhs and, for a factored system, L rhs.
-		state = cgIteration(sys, state, cgProducts{fp: sys.factorRHS, cp: sys.rhsProduct}, maxIter, threshold)
+		state = cgIteration(sys, state, cgProducts{fp: sys.FactorRHS, cp: sys.RHSProduct}, maxIter, threshold)
 		iterations--
 	}
 	if inLoop {
@@ -181,16 +181,16 @@ func solveCG(sys cgSystem, s CGSettings, inLoop bool) cgResult {
 		}
 	}
 	// A non-finite right-hand side must give a non-finite residual: CG's comparisons are false on
-	// NaN, so its iterate may have stayed at x0, and Max may map NaN to a number (see compat.go:
+	// NaN, so its iterate may have stayed at x0, and Max may map NaN to a number (see fgn/compat.go:
 	// compatSIMDNaN).
 	zero := ScalarZero(g, dtype)
 	res2 := state.res2
 	residual := Where(GreaterThan(ref, zero), Sqrt(Div(Max(res2, zero), ref)), zero)
 	residual = Where(LogicalAnd(IsFinite(ref), IsFinite(res2)), residual, Scalar(g, dtype, math.NaN()))
-	result := cgResult{X: state.x, Iterations: state.k, Residual: residual, LX: state.lx}
-	if sys.gradientStart != nil {
+	result := CGResult{X: state.x, Iterations: state.k, Residual: residual, LX: state.lx}
+	if sys.GradientStart != nil {
 		// The gradient start is CG's first iteration, so it was taken iff an iteration was.
-		result.FromGradientStart = LogicalAnd(sys.gradientStart, GreaterThan(state.k, Const(g, int32(0))))
+		result.FromGradientStart = LogicalAnd(sys.GradientStart, GreaterThan(state.k, Const(g, int32(0))))
 	}
 	return result
 }
@@ -239,7 +239,7 @@ func (st cgState) unflatten(nodes []*Node) cgState {
 	return out
 }
 
-// cgIteration is one pass of solveCG: unless the state has stopped, take the CG step
+// cgIteration is one pass of SolveCG: unless the state has stopped, take the CG step
 //
 //	α_k = r_kᵀr_k / p_kᵀA p_k,   x_{k+1} = x_k + α_k p_k,   r_{k+1} = r_k − α_k A p_k,
 //	β_k = r_{k+1}ᵀr_{k+1} / r_kᵀr_k,   p_{k+1} = r_{k+1} + β_k p_k,
@@ -253,10 +253,10 @@ func (st cgState) unflatten(nodes []*Node) cgState {
 //     underflow to 0 while r_kᵀr_k does not;
 //   - on overflow, p_kᵀA p_k not finite, or p_kᵀA p_k > 0 and r_kᵀr_k > 0 with β_k not finite:
 //     a quantity of the step left the dtype's range. The residual is then recorded as +∞, so
-//     that solveCG reports NaN.
+//     that SolveCG reports NaN.
 //
 // The gradient start (st.start, first iteration only, p_0 = rhs) is the restart of
-// cgSystem.gradientStart instead: x and r stand for w = x − x₀ and its residual from then on,
+// CGSystem.GradientStart instead: x and r stand for w = x − x₀ and its residual from then on,
 //
 //	x_1 = x_0 = 0,   r_1 = −C p_0/σ,   p_1 = r_1   (α_0 = β_0 = 0),   L x_1 = L p_0/σ,
 //
@@ -264,7 +264,7 @@ func (st cgState) unflatten(nodes []*Node) cgState {
 //
 // A pass on a stopped state changes nothing: x_{k+1} = x_k + 0·p_k = x_k on a pass without a
 // step. known holds the products of p_k that the caller already has (the first iteration's).
-func cgIteration(sys cgSystem, st cgState, known cgProducts, maxIter, threshold *Node) cgState {
+func cgIteration(sys CGSystem, st cgState, known cgProducts, maxIter, threshold *Node) cgState {
 	zero := ZerosLike(st.rr)
 	inf := Scalar(st.rr.Graph(), st.rr.DType(), math.Inf(1))
 	fp := st.fp
@@ -281,10 +281,10 @@ func cgIteration(sys cgSystem, st cgState, known cgProducts, maxIter, threshold 
 	ap := sys.damped(st.p, cp)
 	active := LogicalNot(st.stop)
 
-	pap := vecDot(st.p, ap)
+	pap := VecDot(st.p, ap)
 	alpha := Div(st.rr, pap)
-	r := vecAxpy(st.r, Neg(alpha), ap)
-	rr := vecDot(r, r)
+	r := VecAxpy(st.r, Neg(alpha), ap)
+	rr := VecDot(r, r)
 	beta := Div(rr, st.rr)
 	positive := LogicalAnd(IsFinite(pap), GreaterThan(pap, zero))
 	update := LogicalAnd(active, LogicalAnd(positive, IsFinite(beta)))
@@ -295,9 +295,9 @@ func cgIteration(sys cgSystem, st cgState, known cgProducts, maxIter, threshold 
 	var next cgState
 	if st.start != nil {
 		start := LogicalAnd(active, st.start)
-		invShift := Reciprocal(sys.shift)
-		restart := vecScale(Neg(invShift), cp) // −C p_0/σ
-		restartRR := vecDot(restart, restart)
+		invShift := Reciprocal(sys.Shift)
+		restart := VecScale(Neg(invShift), cp) // −C p_0/σ
+		restartRR := VecDot(restart, restart)
 		r = vecSelect(start, restart, r)
 		rr = Where(start, restartRR, rr)
 		beta = Where(start, zero, beta)
@@ -307,19 +307,19 @@ func cgIteration(sys cgSystem, st cgState, known cgProducts, maxIter, threshold 
 		lxStep = Where(start, invShift, step)
 		next.start = LogicalAnd(st.start, st.stop)
 	}
-	p := vecAxpy(r, beta, st.p)
+	p := VecAxpy(r, beta, st.p)
 	next.k = Where(update, AddScalar(st.k, 1), st.k)
-	next.x = vecAxpy(st.x, step, st.p)
+	next.x = VecAxpy(st.x, step, st.p)
 	next.r = vecSelect(update, r, st.r)
 	next.p = vecSelect(update, p, st.p)
 	next.rr = Where(update, rr, Where(overflow, inf, st.rr))
 	if st.lx != nil {
-		next.lx = vecAxpy(st.lx, lxStep, fp)
+		next.lx = VecAxpy(st.lx, lxStep, fp)
 	}
 	res2 := rr
 	if st.fp != nil {
 		fpNext := sys.first(p)
-		res2 = sys.seminorm(r, vecAxpy(fpNext, Neg(beta), fp))
+		res2 = sys.seminorm(r, VecAxpy(fpNext, Neg(beta), fp))
 		next.fp = vecSelect(update, fpNext, st.fp)
 	}
 	next.res2 = Where(update, res2, Where(overflow, inf, st.res2))
@@ -331,12 +331,13 @@ func cgIteration(sys cgSystem, st cgState, known cgProducts, maxIter, threshold 
 // cp = C p (nil when not known).
 type cgProducts struct{ fp, cp Vec }
 
-// vecSelect returns onTrue where the boolean scalar mask holds, else onFalse, one keepUnless per
-// tensor.
+// vecSelect returns onTrue where the boolean scalar mask holds, else onFalse. The scalar condition
+// is not broadcast: Where selects whole operands on it, so no mask the size of the tensors is
+// formed or read.
 func vecSelect(mask *Node, onTrue, onFalse Vec) Vec {
 	out := make(Vec, len(onTrue))
 	for k := range onTrue {
-		out[k] = keepUnless(mask, onTrue[k], onFalse[k])
+		out[k] = Where(mask, onTrue[k], onFalse[k])
 	}
 	return out
 }
@@ -344,7 +345,7 @@ func vecSelect(mask *Node, onTrue, onFalse Vec) Vec {
 // whileLoop runs body while cond holds, as a GoMLX While loop, which exits as soon as the
 // tolerance is met and keeps the whole solve on the device on XLA.
 //
-// Only the closed-form Gram and the products of a WhileSafe linearisation may run in it: the
+// Only the closed-form Gram and the products of a fgn.WhileSafe linearisation may run in it: the
 // pure-Go backend runs some While bodies with a stale plan, a Gradient built inside one among them
 // (see jvp/compat.go: compatWhileGradient). CG on any other operator is unrolled instead.
 //

@@ -1,4 +1,4 @@
-package fgn
+package gn
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 // graph, early exit possible), the unrolled loop (one graph, masked iterations) and a host-driven
 // loop (one compiled iteration called 5 times, the residual read back after each call).
 //
-//	GOEXPERIMENT=simd go test -run '^$' -bench CGLoop ./fgn
+//	GOEXPERIMENT=simd go test -run '^$' -bench CGLoop ./fgn/internal/gn
 func BenchmarkCGLoop(b *testing.B) {
 	for _, n := range []int{128, 512} {
 		rng := rand.New(rand.NewPCG(3, 4))
@@ -27,18 +27,18 @@ func BenchmarkCGLoop(b *testing.B) {
 			rhs[i] = float32(rng.NormFloat64())
 		}
 		h, r := tensors.FromFlatDataAndDimensions(feat, n, 64), tensors.FromFlatDataAndDimensions(rhs, n)
-		settings := CGSettings{MaxIterations: 5, Tolerance: 0} // always 5 iterations: compare loop overheads only
+		const iterations = 5 // tolerance 0: always 5 iterations, to compare loop overheads only
 		gram := func(h *Node) *Node { return MatMul(h, Transpose(h, 0, 1)) }
 		for _, variant := range []string{"While", "Unrolled", "Host"} {
 			b.Run(fmt.Sprintf("b=%d/%s", n, variant), func(b *testing.B) {
 				if variant == "Host" {
-					benchmarkHostCG(b, h, r, gram, settings)
+					benchmarkHostCG(b, h, r, gram, iterations)
 					return
 				}
 				exec := MustNewExec(testBackend, func(h, rhs *Node) *Node {
 					k := gram(h)
 					op := func(v Vec) Vec { return Vec{rowOp(k, v[0])} }
-					return solveCG(cgSystem{curvature: op, rhs: Vec{rhs}}, settings, variant == "While").X[0]
+					return SolveCG(CGSystem{Curvature: op, RHS: Vec{rhs}}, iterations, 0, variant == "While").X[0]
 				})
 				exec.MustCall(h, r)[0].FinalizeAll()
 				b.ResetTimer()
@@ -56,24 +56,24 @@ func rowOp(k, v *Node) *Node { return Add(MatMul(k, v), MulScalar(v, float64(v.S
 
 // benchmarkHostCG drives CG from the host: the Gram is computed once, then every iteration is
 // one call of a compiled single-iteration graph whose state comes back to the host.
-func benchmarkHostCG(b *testing.B, h, r *tensors.Tensor, gram func(*Node) *Node, s CGSettings) {
+func benchmarkHostCG(b *testing.B, h, r *tensors.Tensor, gram func(*Node) *Node, iterations int) {
 	gramExec := MustNewExec(testBackend, gram)
 	shape := cgState{x: Vec{nil}}
 	iterExec := MustNewExec(testBackend, func(in []*Node) []*Node {
 		k, g := in[0], in[0].Graph()
-		sys := cgSystem{curvature: func(v Vec) Vec { return Vec{rowOp(k, v[0])} }}
-		maxIter, threshold := Const(g, int32(s.MaxIterations)), ScalarZero(g, k.DType())
+		sys := CGSystem{Curvature: func(v Vec) Vec { return Vec{rowOp(k, v[0])} }}
+		maxIter, threshold := Const(g, int32(iterations)), ScalarZero(g, k.DType())
 		return cgIteration(sys, shape.unflatten(in[1:]), cgProducts{}, maxIter, threshold).flatten()
 	})
 	initExec := MustNewExec(testBackend, func(rhs *Node) []*Node {
-		g, rr := rhs.Graph(), vecDot(Vec{rhs}, Vec{rhs})
+		g, rr := rhs.Graph(), VecDot(Vec{rhs}, Vec{rhs})
 		return cgState{k: Const(g, int32(0)), rr: rr, res2: rr, stop: Const(g, false),
 			x: Vec{ZerosLike(rhs)}, r: Vec{rhs}, p: Vec{rhs}}.flatten()
 	})
 	solve := func() {
 		k := gramExec.MustCall(h)[0]
 		st := initExec.MustCall(r)
-		for range s.MaxIterations {
+		for range iterations {
 			next := iterExec.MustCall(append([]any{k}, tensorsAsAny(st)...)...)
 			_ = next[1].Value() // the host reads ‖r‖² to decide whether to continue
 			for _, t := range st {

@@ -1,8 +1,4 @@
-// Package dense assembles the dense curvature matrices of a small classification batch, for
-// fgn/paper's Dense and for the tests of package fgn (which cannot import fgn/paper: paper
-// imports fgn). It takes the batch's logit VJP and margin quantities as arguments, so that it
-// imports neither.
-package dense
+package gn
 
 import (
 	"github.com/gomlx/compute/dtypes"
@@ -10,21 +6,34 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 )
 
-// Margin holds the margin quantities of section 2 of the paper that the dense forms use, as
-// fgn.Margin computes them: q, p_†, ρ (b×C, 0 at the true class), ∇_z s (b×C) and the one-hot
-// labels (b×C).
-type Margin struct {
-	Q, PDagger, Rho, GradS, OneHot *Node
+// Dense holds the dense forms of the curvature matrices for a small problem, over the flattened
+// parameter vector of dimension d (the parameters concatenated in order, row-major). They are
+// for diagnostics, tests and notebooks: building JZ takes b·C reverse passes.
+type Dense struct {
+	// JZ holds the logit Jacobians J_z,i (b×C×d).
+	JZ *Node
+	// JS is the margin Jacobian J (b×d), row i = ∇_z s_iᵀ J_z,i (eq. 2.9).
+	JS *Node
+	// Grad is the mean-loss gradient (d), computed as (1/b) J_zᵀ(p − y).
+	Grad *Node
+	// Cov, Kept and DroppedOut are the per-example output-space matrices of Theorem 3.1 (b×C×C),
+	// in the original class order: the softmax covariance diag(p) − p pᵀ, the kept term
+	// q ∇_z s ∇_z sᵀ and the dropped term p_†(diag(ρ) − ρρᵀ) (ρ is 0 at the true class).
+	Cov, Kept, DroppedOut *Node
+	// GGN, FGN and Dropped are the batch-mean parameter-space matrices (d×d): H_GGN (eq. 3.1),
+	// H_FGN = (1/b) Jᵀ Q J (eq. 3.8), and (1/b) Σ_i p_† J_z,iᵀ (diag ρ − ρρᵀ) J_z,i (eq. 3.4's last
+	// term). Each is assembled from its own definition, so GGN = FGN + Dropped is a check of
+	// Theorem 3.1, not a construction.
+	GGN, FGN, Dropped *Node
+	// Margin holds the margin quantities of the batch.
+	Margin *Margin
 }
 
-// Matrices are the dense forms documented by fgn/paper's Dense.
-type Matrices struct {
-	JZ, JS, Grad, Cov, Kept, DroppedOut, GGN, FGN, Dropped *Node
-}
-
-// New assembles the dense forms of the batch whose logits (b×C) have the VJP vjp (m ↦ J_zᵀ m,
-// shaped like the parameters) and the margin quantities m, with b·C calls of vjp.
-func New(logits *Node, vjp func(m *Node) []*Node, m Margin) Matrices {
+// NewDense assembles the dense forms of the batch whose logits (b×C) lin linearises, for the
+// labels (b), with b·C VJPs of lin.
+func NewDense(lin Products, labels *Node) *Dense {
+	logits := lin.Logits()
+	m := NewMargin(logits, labels)
 	g := logits.Graph()
 	b, numClasses := logits.Shape().Dim(0), logits.Shape().Dim(1)
 	probs := Softmax(logits, -1)
@@ -33,7 +42,7 @@ func New(logits *Node, vjp func(m *Node) []*Node, m Margin) Matrices {
 	for i := range b {
 		for c := range numClasses {
 			unit := Reshape(OneHot(Const(g, int32(i*numClasses+c)), b*numClasses, logits.DType()), b, numClasses)
-			rows = append(rows, flatten(vjp(unit)))
+			rows = append(rows, flatten(lin.VJP(unit)))
 		}
 	}
 	d := rows[0].Shape().Dim(0)
@@ -47,7 +56,7 @@ func New(logits *Node, vjp func(m *Node) []*Node, m Margin) Matrices {
 	project := func(outCov *Node) *Node {
 		return MulScalar(Einsum("bcd,bce->de", jz, Einsum("bcf,bfe->bce", outCov, jz)), invB)
 	}
-	return Matrices{
+	return &Dense{
 		JZ:         jz,
 		JS:         js,
 		Grad:       MulScalar(Einsum("bc,bcd->d", Sub(probs, m.OneHot), jz), invB),
@@ -57,6 +66,7 @@ func New(logits *Node, vjp func(m *Node) []*Node, m Margin) Matrices {
 		GGN:        project(cov),
 		FGN:        MulScalar(Einsum("bd,be->de", Mul(ExpandAxes(m.Q, -1), js), js), invB),
 		Dropped:    project(droppedOut),
+		Margin:     m,
 	}
 }
 

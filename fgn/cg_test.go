@@ -145,22 +145,22 @@ func TestCGToleranceZero(t *testing.T) {
 	}
 	solvers := []solver{
 		{"FGN (closed-form Gram)", false, func(lin Linearization, labels *Node, cfg Settings) *Direction {
-			return FGNDirection(lin, labels, nil, cfg)
+			return fgnDir(lin, labels, nil, cfg)
 		}},
 		{"FGN (matrix-free)", false, func(lin Linearization, labels *Node, cfg Settings) *Direction {
-			return FGNDirection(lin, labels, nil, matrixFree(cfg))
+			return fgnDir(lin, labels, nil, matrixFree(cfg))
 		}},
 		{"FGN (matrix-free) unrolled", false, func(lin Linearization, labels *Node, cfg Settings) *Direction {
-			return FGNDirection(opaque{lin}, labels, nil, matrixFree(cfg))
+			return fgnDir(opaque{lin}, labels, nil, matrixFree(cfg))
 		}},
 		{"SGN", true, func(lin Linearization, labels *Node, cfg Settings) *Direction {
-			return SGNDirection(lin, labels, nil, cfg)
+			return sgnDir(lin, labels, nil, cfg)
 		}},
 		{"SGN unrolled", true, func(lin Linearization, labels *Node, cfg Settings) *Direction {
-			return SGNDirection(opaque{lin}, labels, nil, cfg)
+			return sgnDir(opaque{lin}, labels, nil, cfg)
 		}},
 	}
-	rules := []StoppingRule{StopParameterResidual, StopWhitenedRowResidual}
+	rules := []string{StopParameterResidual, StopWhitenedRowResidual}
 	for _, tc := range []struct {
 		dtype dtypes.DType
 		eps   float64
@@ -461,13 +461,13 @@ func TestStepProducts(t *testing.T) {
 		dir  func(lin Linearization, labels *Node, cfg Settings) *Direction
 	}{
 		{"FGN (matrix-free)", func(lin Linearization, labels *Node, cfg Settings) *Direction {
-			return FGNDirection(lin, labels, nil, matrixFree(cfg))
+			return fgnDir(lin, labels, nil, matrixFree(cfg))
 		}},
 		{"SGN", func(lin Linearization, labels *Node, cfg Settings) *Direction {
-			return SGNDirection(lin, labels, nil, cfg)
+			return sgnDir(lin, labels, nil, cfg)
 		}},
 	} {
-		for _, rule := range []StoppingRule{StopParameterResidual, StopWhitenedRowResidual} {
+		for _, rule := range []string{StopParameterResidual, StopWhitenedRowResidual} {
 			for _, n := range []int{1, 5} {
 				t.Run(fmt.Sprintf("%s/%v/N=%d", tc.name, rule, n), func(t *testing.T) {
 					var lin *counting

@@ -233,7 +233,7 @@ func TestConstantDampingUnchanged(t *testing.T) {
 	const alpha, lambda = 0.4, 0.6
 	p := newProblem(43, 8, 5, 4, 3, 1)
 	fgnCold := func(lin Linearization, labels *Node, cfg Settings) *Direction {
-		return FGNDirection(lin, labels, nil, cfg)
+		return fgnDir(lin, labels, nil, cfg)
 	}
 	for _, tc := range []struct {
 		name string
@@ -244,7 +244,7 @@ func TestConstantDampingUnchanged(t *testing.T) {
 		{"FGN affine closed form", FGN().DampingPolicy(ConstantDamping{}), false, fgnCold},
 		{"FGN mlp", FGN().DampingPolicy(ConstantDamping{}), true, fgnCold},
 		{"SGN mlp", SGN().DampingPolicy(ConstantDamping{}), true, func(lin Linearization, labels *Node, cfg Settings) *Direction {
-			return SGNDirection(lin, labels, nil, cfg)
+			return sgnDir(lin, labels, nil, cfg)
 		}},
 	} {
 		opt := *tc.opt

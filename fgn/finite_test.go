@@ -90,9 +90,9 @@ func TestDirectionNonFiniteBatch(t *testing.T) {
 		name string
 		dir  func(lin Linearization, labels *Node) *Direction
 	}{
-		{"FGN closed-form Gram", func(lin Linearization, labels *Node) *Direction { return FGNDirection(lin, labels, nil, closed) }},
-		{"FGN matrix-free", func(lin Linearization, labels *Node) *Direction { return FGNDirection(lin, labels, nil, matrixFree) }},
-		{"SGN", func(lin Linearization, labels *Node) *Direction { return SGNDirection(lin, labels, nil, closed) }},
+		{"FGN closed-form Gram", func(lin Linearization, labels *Node) *Direction { return fgnDir(lin, labels, nil, closed) }},
+		{"FGN matrix-free", func(lin Linearization, labels *Node) *Direction { return fgnDir(lin, labels, nil, matrixFree) }},
+		{"SGN", func(lin Linearization, labels *Node) *Direction { return sgnDir(lin, labels, nil, closed) }},
 	}
 	models := []struct {
 		name   string

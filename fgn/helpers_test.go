@@ -169,3 +169,13 @@ func newDense(lin Linearization, labels *Node) (*gn.Dense, *gn.Margin) {
 	d := gn.NewDense(lin, labels)
 	return d, d.Margin
 }
+
+// fgnDir and sgnDir are the directions of FGN().Direction and SGN().Direction under cfg, from the
+// CG start u0 (FGN's row-space vector) or x0 (SGN's direction), nil for zero.
+func fgnDir(lin Linearization, labels, u0 *Node, cfg Settings) *Direction {
+	return FGN().WithSettings(cfg).Direction(lin, labels, rowStart(u0))
+}
+
+func sgnDir(lin Linearization, labels *Node, x0 Vec, cfg Settings) *Direction {
+	return SGN().WithSettings(cfg).Direction(lin, labels, x0)
+}

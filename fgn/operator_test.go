@@ -22,8 +22,8 @@ func TestRowRHS(t *testing.T) {
 		name string
 		fn   func(in []*Node) *Direction
 	}{
-		{"matrix-free", func(in []*Node) *Direction { return FGNDirection(affineLin(in), in[1], nil, matrixFree(exactCG)) }},
-		{"closed-form Gram", func(in []*Node) *Direction { return FGNDirection(affineLin(in), in[1], nil, exactCG) }},
+		{"matrix-free", func(in []*Node) *Direction { return fgnDir(affineLin(in), in[1], nil, matrixFree(exactCG)) }},
+		{"closed-form Gram", func(in []*Node) *Direction { return fgnDir(affineLin(in), in[1], nil, exactCG) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := run(t, func(in []*Node) []*Node {

@@ -40,7 +40,7 @@ import (
 //     exact products and, for FGN, its closed-form margin Gram (appendix F.2). The head is found
 //     on the walk of the graph that Linearize's forward mode takes, and a model that is not
 //     affine in its trainable variables is never taken for one. Any other logits are linearised
-//     by autodiff (Linearize). klog at V(1) logs which, and Direction.Linearization names it.
+//     by autodiff (Linearize). klog at V(1) logs which, and Direction.Method names it.
 //     loss may add GoMLX's regularisation terms to Loss's cross-entropy (see Regularised losses
 //     below); it panics, naming the term, on any other loss.
 //   - UpdateGraphWithLinearization(scope, lin, labels) is the entry point for a training step
@@ -90,8 +90,16 @@ type Optimizer interface {
 
 var _ optimizer.Interface = (*gnOptimizer)(nil)
 
-// GNConfig configures an FGN or SGN optimizer. Create it with FGN or SGN, chain the setters (or
-// set everything at once with WithSettings), and finish with Done.
+// GNConfig configures an FGN or SGN optimizer. Create it with FGN or SGN, set what differs from
+// the defaults, and finish with Done (or compute one Direction on its own).
+//
+// Each setting is set in one of two ways besides its Param* name (FromScope), for two kinds of
+// caller: a chained setter (LearningRate, Damping, CGMaxIterations, ...), as GoMLX's optimizer
+// builders take their settings (optimizer.Adam().LearningRate(1e-3).Done()), for a program that
+// sets a few; or a field of Settings, the plain value that configuration files (JSON, YAML) and
+// the experiments' sweeps hold, given all at once with WithSettings. A setter sets that field, so
+// the two cannot disagree. The damping policy and the state's scope are not settings of a
+// direction and have a setter only.
 type GNConfig struct {
 	fgn       bool
 	s         Settings
@@ -156,20 +164,20 @@ func (c *GNConfig) CGStopAtNoise(on bool) *GNConfig { c.s.CG.StopAtNoise = on; r
 
 // CGStoppingRule sets FGN's CG stopping rule (default StopParameterResidual; the paper's
 // Algorithm 1 is StopWhitenedRowResidual). SGN's parameter-space CG has one rule.
-func (c *GNConfig) CGStoppingRule(rule StoppingRule) *GNConfig { c.s.CG.StoppingRule = rule; return c }
+func (c *GNConfig) CGStoppingRule(rule string) *GNConfig { c.s.CG.StoppingRule = rule; return c }
 
 // WarmStart sets whether CG starts from the previous step's solution (default false; the paper's
 // SGN starts from the previous direction; FGN's warm start is the previous row-space solution u,
 // meaningful only for a fixed batch size).
 func (c *GNConfig) WarmStart(on bool) *GNConfig { c.s.WarmStart = on; return c }
 
-// RowOperator sets how FGN applies its row operator (see FGNDirection): CheaperRowOperator
+// RowOperator sets how FGN applies its row operator (see GNConfig.Direction): CheaperRowOperator
 // (default) takes whichever of the two below costs less for the step's shapes; ClosedFormGram
 // forms the b×b margin Gram once per step when the linearisation provides it in closed form (a
 // GramLinearization such as AffineHead: appendix F.2) and is matrix-free otherwise; MatrixFree
 // applies it by one VJP and one JVP of the margin map per CG iteration (eq. 4.8) on every
 // linearisation. SGN ignores it.
-func (c *GNConfig) RowOperator(op RowOperator) *GNConfig { c.s.RowOperator = op; return c }
+func (c *GNConfig) RowOperator(op string) *GNConfig { c.s.RowOperator = op; return c }
 
 // SaturationFloor sets the curvature weight below which FGN counts a row as saturated (see
 // Settings).
@@ -221,20 +229,20 @@ func (o *gnOptimizer) UpdateGraph(scope *model.Scope, g *Graph, loss *Node) {
 	terms := lossTerms(loss, rec.loss, o.c.name())
 	lin, kind := o.linearization(scope, g, rec)
 	reg := recogniseRegularisation(terms, lin.Params(), o.c.name())
-	o.step(scope, lin, rec.labels, reg).Linearization = kind
+	o.step(scope, lin, rec.labels, reg).Method.Linearization = kind
 }
 
-// linearization returns the linearisation of the recorded logits that UpdateGraph steps on, and
-// its kind: the one the model recorded; else, when the logits are an affine head over features
-// that no trainable variable reaches (recogniseAffineHead), that head, with its exact products
-// and closed-form margin Gram; else autodiff (Linearize).
-func (o *gnOptimizer) linearization(scope *model.Scope, g *Graph, rec *graphRecord) (Linearization, LinearizationKind) {
+// linearization returns the linearisation of the recorded logits that UpdateGraph steps on, and its
+// name (Method.Linearization): the one the model recorded; else, when the logits are an affine head
+// over features that no trainable variable reaches (recogniseAffineHead), that head, with its exact
+// products and closed-form margin Gram; else autodiff (Linearize).
+func (o *gnOptimizer) linearization(scope *model.Scope, g *Graph, rec *graphRecord) (Linearization, string) {
 	if rec.lin != nil {
 		if rec.lin.Logits() != rec.logits {
 			exceptions.Panicf("fgn: the linearisation recorded with RecordLinearization is not of the logits given to fgn.Loss")
 		}
 		klog.V(1).Infof("fgn: %s steps on the linearisation the model recorded (%T)", o.c.name(), rec.lin)
-		return rec.lin, RecordedLinearization
+		return rec.lin, Recorded
 	}
 	_, params := trainableVariables(scope, g)
 	autodiff := Linearize(rec.logits, params)
@@ -246,10 +254,10 @@ func (o *gnOptimizer) linearization(scope *model.Scope, g *Graph, rec *graphReco
 		}
 		klog.V(1).Infof("fgn: %s recognised an affine head over features that no trainable variable reaches: "+
 			"exact head products%s", o.c.name(), gram)
-		return head, AffineHeadLinearization
+		return head, ExactProducts
 	}
 	klog.V(1).Infof("fgn: %s linearises the logits by autodiff: not an affine head (%s)", o.c.name(), why)
-	return autodiff, AutodiffLinearization
+	return autodiff, Autodiff
 }
 
 func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linearization, labels *Node) *Direction {

@@ -218,7 +218,7 @@ func TestWarmStart(t *testing.T) {
 	}
 	want := run(t, func(in []*Node) []*Node {
 		lin := mlpLin(append([]*Node{in[0], in[1]}, in[6:10]...))
-		return []*Node{flattenVec(SGNDirection(lin, in[1], Vec(in[2:6]), oneIt).D)}
+		return []*Node{flattenVec(sgnDir(lin, in[1], Vec(in[2:6]), oneIt).D)}
 	}, inputs...)[0]
 	w1 := warm.flatParams()
 	warm.step(t, paperSGN().LearningRate(alpha).CGMaxIterations(1).Done(), p, 1)
@@ -260,7 +260,7 @@ func TestOptimizerConfigErrors(t *testing.T) {
 		{FGN().SaturationFloor(0.3), "saturation floor"},
 		{FGN().CGTolerance(math.NaN()), "tolerance"},
 		{FGN().CGTolerance(math.Inf(1)), "tolerance"},
-		{FGN().CGStoppingRule(StoppingRule(7)), "stopping rule"},
+		{FGN().CGStoppingRule("seven"), "stopping rule"},
 	} {
 		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Validate() = %v, want an error about %q", err, tc.want)

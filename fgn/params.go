@@ -26,9 +26,9 @@ const (
 	ParamDampingPolicy   = "fgn_damping_policy"    // string: "constant" (ConstantDamping) or "lm" (LevenbergMarquardt)
 	ParamCGMaxIterations = "fgn_cg_max_iterations" // int: CGSettings.MaxIterations
 	ParamCGTolerance     = "fgn_cg_tolerance"      // float64: CGSettings.Tolerance
-	ParamCGStoppingRule  = "fgn_cg_stopping_rule"  // string or StoppingRule: "parameter" or "whitened-row"
+	ParamCGStoppingRule  = "fgn_cg_stopping_rule"  // string: StopParameterResidual or StopWhitenedRowResidual
 	ParamCGStopAtNoise   = "fgn_cg_stop_at_noise"  // bool: CGSettings.StopAtNoise
-	ParamRowOperator     = "fgn_row_operator"      // string or RowOperator: "cheaper", "closed-form-gram" or "matrix-free"
+	ParamRowOperator     = "fgn_row_operator"      // string: CheaperRowOperator, ClosedFormGram or MatrixFree
 	ParamWarmStart       = "fgn_warm_start"        // bool: Settings.WarmStart
 	ParamSaturationFloor = "fgn_saturation_floor"  // float64: Settings.SaturationFloor
 )
@@ -58,9 +58,9 @@ func DeclareParams(store *model.Store) {
 		ParamDampingPolicy:   c.damping.String(),
 		ParamCGMaxIterations: s.CG.MaxIterations,
 		ParamCGTolerance:     s.CG.Tolerance,
-		ParamCGStoppingRule:  s.CG.StoppingRule.String(),
+		ParamCGStoppingRule:  s.CG.StoppingRule,
 		ParamCGStopAtNoise:   s.CG.StopAtNoise,
-		ParamRowOperator:     text(s.RowOperator),
+		ParamRowOperator:     s.RowOperator,
 		ParamWarmStart:       s.WarmStart,
 		ParamSaturationFloor: s.SaturationFloor,
 	} {
@@ -68,15 +68,6 @@ func DeclareParams(store *model.Store) {
 			root.SetParam(name, value)
 		}
 	}
-}
-
-// text returns the name a RowOperator has in files and flags.
-func text(r RowOperator) string {
-	name, err := r.MarshalText()
-	if err != nil {
-		exceptions.Panicf("%v", err)
-	}
-	return string(name)
 }
 
 // FromScope sets the hyper-parameters that the scope (or its parents) sets: the Param* parameters

@@ -139,17 +139,17 @@ func TestSolverAgainstExplicitJacobians(t *testing.T) {
 		{"FGN (closed-form Gram)", false, func(in []*Node) *Direction {
 			cfg := exact
 			cfg.RowOperator = ClosedFormGram
-			return FGNDirection(affineLin(in), in[1], nil, cfg)
+			return fgnDir(affineLin(in), in[1], nil, cfg)
 		}},
 		{"FGN (matrix-free)", false, func(in []*Node) *Direction {
 			cfg := exact
 			cfg.RowOperator = MatrixFree
-			return FGNDirection(affineLin(in), in[1], nil, cfg)
+			return fgnDir(affineLin(in), in[1], nil, cfg)
 		}},
 		{"FGN (matrix-free, autodiff)", false, func(in []*Node) *Direction {
-			return FGNDirection(Linearize(affineLin(in).Logits(), Vec{in[2], in[3]}), in[1], nil, exact)
+			return fgnDir(Linearize(affineLin(in).Logits(), Vec{in[2], in[3]}), in[1], nil, exact)
 		}},
-		{"SGN", true, func(in []*Node) *Direction { return SGNDirection(affineLin(in), in[1], nil, exact) }},
+		{"SGN", true, func(in []*Node) *Direction { return sgnDir(affineLin(in), in[1], nil, exact) }},
 	}
 	for _, pc := range problems {
 		e := newExplicitAffine(pc.p)

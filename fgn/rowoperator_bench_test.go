@@ -41,11 +41,11 @@ func BenchmarkRowOperator(b *testing.B) {
 			tensors.FromFlatDataAndDimensions(randn(d*c, 1/float64(d)), d, c), randn(c, 0)}
 		nf, df, cf := float64(n), float64(d), float64(c)
 		ratio := nf * nf * (df + cf + maxIter + 2) / (2 * maxIter * nf * df * cf)
-		for _, op := range []RowOperator{ClosedFormGram, MatrixFree} {
+		for _, op := range []string{ClosedFormGram, MatrixFree} {
 			b.Run(fmt.Sprintf("b=%d,d=%d,C=%d/%s", n, d, c, op), func(b *testing.B) {
 				cfg := Settings{Damping: 1, RowOperator: op, CG: CGSettings{MaxIterations: maxIter, Tolerance: 0}}
 				exec := MustNewExec(testBackend, func(in []*Node) []*Node {
-					return FGNDirection(NewAffineHead(in[0], in[2], in[3]), in[1], nil, cfg).D
+					return fgnDir(NewAffineHead(in[0], in[2], in[3]), in[1], nil, cfg).D
 				})
 				run := func() {
 					for _, t := range exec.MustCall(inputs...) {

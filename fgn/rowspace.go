@@ -14,7 +14,7 @@ import (
 //
 // A batch is saturated when some q_i is below the floor q_min (Settings.SaturationFloor): r̃ then
 // spans more than the dtype's relative precision (r̃_i > 1/√q_min against r̃_j = 1 at the decision
-// boundary), and the solve takes CG's gradient start (see FGNDirection).
+// boundary), and the solve takes CG's gradient start (see GNConfig.Direction).
 type whitening struct {
 	sqrtQ     *Node // √q'_i = max(√q_i, ν)
 	rTilde    *Node // r_i/√q'_i
@@ -35,67 +35,10 @@ func newWhitening(m *gn.Margin, floor float64) whitening {
 	}
 }
 
-// FGNDirection returns the damped FGN direction d = −(H_FGN + λI)^{-1} g for a batch, solved in
-// the b-dimensional whitened row space (Algorithm 1): CG on
-//
-//	(K + bλ I) u = r̃,   K = J̃ J̃ᵀ = Q^{1/2} G Q^{1/2},  G = J Jᵀ,  J̃ = Q^{1/2} J,  r̃ = Q^{-1/2} r   (eq. 4.6)
-//
-// then back-projection d = −J̃ᵀ u (eq. 4.7). CG starts from u0 (b), or from zero when u0 is nil
-// (the paper's FGN: no warm start).
-//
-// Saturated rows. A row with a large margin s (a confidently misclassified example) has a tiny
-// curvature weight q_i ≈ e^{−s} and a whitened residual r̃_i ≈ e^{s/2}: its row equation is
-// nearly decoupled, bλ u_i ≈ r̃_i, yet its back-projected contribution √q_i u_i ≈ r_i/(bλ) is of
-// the size of any other row's, and its curvature q_i‖J_i‖²/b need not be small beside λ when
-// ‖J_i‖ is large. Rows are whitened with √q'_i = max(√q_i, ν), ν the dtype's smallest normal
-// number, which keeps r̃ finite and is exact to the dtype's resolution (see whitening). On a
-// batch with a row below the saturation floor q_min (Settings.SaturationFloor), where r̃ spans
-// more than the dtype's precision, CG takes its gradient start (gn.CGSystem.GradientStart): it
-// starts from u₀ = r̃/(bλ), which solves the decoupled rows exactly, and its first iteration
-// restarts it on
-//
-//	(K + bλI) w = −K r̃/(bλ) = −Q'^{1/2} J g/λ,      u = u₀ + w,
-//	d = −J̃ᵀu = −g/λ − J̃ᵀw,
-//
-// from the products J̃ᵀr̃ = Jᵀr = b g and K r̃ = Q'^{1/2} J Jᵀr that its first iteration makes on
-// any batch. The result depends on no sum of r̃'s entries, and the step solves the damped system
-// with the curvature H_FGN itself. That iteration counts among the MaxIterations (it makes the
-// products of one), so a step on a saturated batch costs what any step costs; at the cap, CG has
-// then taken one iteration fewer on w. A warm start u0 is not used on a saturated batch, and
-// Solution, the warm-start state, is then w.
-//
-// Row operator. With cfg.RowOperator = ClosedFormGram (or CheaperRowOperator where the closed form
-// costs less, see RowOperator) and a linearisation that forms its margin Gram in closed form (a
-// GramLinearization, e.g. AffineHead: appendix F.2), G is formed once per
-// direction (b×b), CG iterates on b×b products in an in-graph While loop, and one VJP
-// back-projects. Otherwise (MatrixFree, or a linearisation without a closed-form Gram, e.g.
-// Linearize's autodiff) each CG iteration applies G matrix-free by one VJP and one JVP of the
-// margin map (eq. 4.8), and the back-projection is accumulated from CG's VJPs: the step costs
-// the logits, N_CG·(JVP + VJP) and one VJP (appendix "Cost accounting").
-//
-// Stopping rule. For any row iterate u with residual e = r̃ − (K + bλI)u, the back-projected
-// d = −J̃ᵀu satisfies, since H_FGN = J̃ᵀJ̃/b and g = J̃ᵀr̃/b (eq. 3.8),
-//
-//	(H_FGN + λI) d + g = (1/b) J̃ᵀ e,   so   ‖(H_FGN + λI) d + g‖/‖g‖ = √(eᵀK e / ‖Jᵀr‖²).
-//
-// With cfg.CG.StoppingRule = StopParameterResidual (DefaultSettings' rule) CG stops on this exact
-// parameter-space residual: it evaluates eᵀK e = ‖J̃ᵀe‖² from the VJP of the next iteration's
-// product (matrix-free; one b×b product more in closed form), and ‖Jᵀr‖² from J̃ᵀr̃, the VJP
-// CG starts from (matrix-free), or as rᵀG r (closed-form Gram).
-// A cheaper proxy, the unwhitened row residual ‖Q^{1/2}e‖ ≤ Tolerance·‖r‖, bounds the parameter
-// residual only up to the condition number of J, which is unbounded on exactly the batches
-// where the whitened test fails; the exact test is kept. With StopWhitenedRowResidual CG stops
-// on ‖e‖ ≤ Tolerance·‖r̃‖ as in Algorithm 1 (with q floored at q_min in ‖r̃‖, whose square would
-// otherwise overflow on a saturated batch): when a row has a large margin s, r̃_i ≈ e^{s/2}
-// dominates ‖r̃‖ while q_i is tiny, and that test passes after one iteration far from the
-// solution. After a gradient start, e is the residual of w's system, which is that of u.
-func FGNDirection(lin Linearization, labels, u0 *Node, cfg Settings) *Direction {
-	return fgnDirection(lin, labels, u0, cfg, nil, nil)
-}
-
-// fgnDirection is FGNDirection with the damping λ chosen by damping from the batch's curvature
-// scale μ and gradient noise ν (batchScale) when damping is not nil (cfg.Damping otherwise), for
-// the loss L = (1/b)Σφ(s_i) + R with the regulariser reg (nil for none).
+// fgnDirection is FGN's GNConfig.Direction (see there for the solve), from u0 (nil for zero), with
+// the damping λ chosen by damping from the batch's curvature scale μ and gradient noise ν
+// (batchScale) when damping is not nil (cfg.Damping otherwise), for the loss L = (1/b)Σφ(s_i) + R
+// with the regulariser reg (nil for none).
 //
 // μ and ν cost no product without a regulariser: K r̃ = b J̃ g is the product of CG's first
 // iteration, which starts from p_0 = r̃ and takes it (gn.CGSystem.RHSProduct); with a warm start it
@@ -127,7 +70,7 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dam
 		X0:            rowStart(u0),
 		GradientStart: w.saturated,
 	}
-	paramRule := cfg.CG.StoppingRule == StopParameterResidual
+	paramRule := cfg.CG.StoppingRule != StopWhitenedRowResidual
 	if !paramRule {
 		sys.RefNorm2 = gn.VecDot(Vec{w.refRTilde}, Vec{w.refRTilde})
 	}
@@ -168,6 +111,7 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dam
 		unwhitenedRHS = Sub(m.PDagger, Mul(w.sqrtQ, t))
 	}
 	var backProject func(gn.CGResult) Vec
+	method := Method{Curvature: FGNCurvature, RowOperator: MatrixFree}
 	inLoop := inWhileLoop(lin)
 	if closed, ok := cfg.closedFormGram(lin, slices.ContainsFunc(invM, func(x *Node) bool { return x != nil })); ok {
 		// G (G_M) is formed outside CG, whose loop body then holds b×b products only, whatever the
@@ -196,6 +140,7 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dam
 			return subtract(scaleEach(j.VJP(Neg(Add(v, start))), invM), gradStep)
 		}
 		inLoop = true
+		method.RowOperator = ClosedFormGram
 	} else {
 		// K = J̃M⁻¹J̃ᵀ given factored by L u = M^{-1/2}Jᵀ(Q'^{1/2} u) and Lᵀβ = Q'^{1/2} J M^{-1/2}β,
 		// so that CG reuses its VJPs: L rhs (J̃ᵀr̃ = Jᵀr without a regulariser) is both its first
@@ -225,6 +170,7 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dam
 	}
 	sol := gn.SolveCG(sys, cfg.CG.MaxIterations, cfg.CG.Tolerance, inLoop)
 	dir := newDirection(backProject(sol), m, sol)
+	dir.Method = method
 	dir.lambda, dir.scale = lam, scale
 	return dir
 }
@@ -287,7 +233,7 @@ func (s Settings) closedFormGram(lin Linearization, metric bool) (GramLinearizat
 }
 
 // GramLinearization is a Linearization that can also form the margin Gram of its batch in closed
-// form, for FGN's ClosedFormGram row operator (FGNDirection). AffineHead implements it
+// form, for FGN's ClosedFormGram row operator (GNConfig.Direction). AffineHead implements it
 // (appendix F.2); a model whose Gram has another closed form implements it and hands it to the
 // optimizers with RecordLinearization or UpdateGraphWithLinearization.
 type GramLinearization interface {
@@ -296,7 +242,7 @@ type GramLinearization interface {
 	//
 	//	G_ij = J_i·J_j,      J_i = ∇_z s_iᵀ J_z,i      (eq. 2.9),
 	//
-	// from the logit-space margin gradients gradS = ∇_z s (b×C, fgn/paper's Margin.GradS). FGNDirection calls
-	// it once per direction, outside CG's loop.
+	// from the logit-space margin gradients gradS = ∇_z s (b×C, fgn/paper's Margin.GradS).
+	// GNConfig.Direction calls it once per direction, outside CG's loop.
 	MarginGram(gradS *Node) *Node
 }

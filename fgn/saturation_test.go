@@ -47,12 +47,12 @@ func TestSaturatedStep(t *testing.T) {
 		dir  func(in []*Node, cfg Settings) *Direction
 	}
 	paths := []path{
-		{"closed-form Gram", func(in []*Node, cfg Settings) *Direction { return FGNDirection(affineLin(in), in[1], nil, cfg) }},
+		{"closed-form Gram", func(in []*Node, cfg Settings) *Direction { return fgnDir(affineLin(in), in[1], nil, cfg) }},
 		{"matrix-free", func(in []*Node, cfg Settings) *Direction {
-			return FGNDirection(affineLin(in), in[1], nil, matrixFree(cfg))
+			return fgnDir(affineLin(in), in[1], nil, matrixFree(cfg))
 		}},
 		{"matrix-free, autodiff", func(in []*Node, cfg Settings) *Direction {
-			return FGNDirection(Linearize(affineLin(in).Logits(), Vec{in[2], in[3]}), in[1], nil, cfg)
+			return fgnDir(Linearize(affineLin(in).Logits(), Vec{in[2], in[3]}), in[1], nil, cfg)
 		}},
 	}
 	for _, scale := range []float64{1, 1e1, 1e2, 1e3, 1e4, 1e6, 1e8, 1e12} {

@@ -3,7 +3,6 @@ package fgn
 import (
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/support/exceptions"
@@ -21,15 +20,16 @@ type Settings struct {
 	Damping float64 `json:"damping" yaml:"damping"`
 	// CG configures the inner solve.
 	CG CGSettings `json:"cg" yaml:"cg"`
-	// RowOperator is how FGN applies its row operator (see FGNDirection; SGN ignores it).
-	RowOperator RowOperator `json:"row_operator" yaml:"row_operator"`
+	// RowOperator is how FGN applies its row operator: ClosedFormGram (or ""), MatrixFree or
+	// CheaperRowOperator (see Method and GNConfig.Direction; SGN ignores it).
+	RowOperator string `json:"row_operator" yaml:"row_operator"`
 	// WarmStart starts CG from the previous step's solution: the previous direction for SGN, the
 	// previous row-space solution u for FGN (meaningful only for a fixed batch size).
 	WarmStart bool `json:"warm_start" yaml:"warm_start"`
-	// SaturationFloor is the curvature weight q_min below which a row counts as saturated
-	// (q_i = p_★p_† < q_min): FGN's CG then takes its gradient start, which solves the damped
-	// system exactly whatever the rows' margins (see FGNDirection); it is also the floor of q in
-	// the reference of the whitened row stopping rule. 0 selects the square of the dtype's machine
+	// SaturationFloor is the curvature weight q_min below which a row counts as saturated (q_i =
+	// p_★p_† < q_min): FGN's CG then takes its gradient start, which solves the damped system
+	// exactly whatever the rows' margins (see GNConfig.Direction); it is also the floor of q in the
+	// reference of the whitened row stopping rule. 0 selects the square of the dtype's machine
 	// epsilon, below which r̃_i = √(p_†/p_★) exceeds 1/ε.
 	SaturationFloor float64 `json:"saturation_floor,omitempty" yaml:"saturation_floor,omitempty"`
 }
@@ -40,9 +40,10 @@ type CGSettings struct {
 	MaxIterations int `json:"max_iterations" yaml:"max_iterations"`
 	// Tolerance is the relative residual tolerance; StoppingRule says which residual.
 	Tolerance float64 `json:"tolerance" yaml:"tolerance"`
-	// StoppingRule is FGN's stopping rule. SGN's CG runs in parameter space, where both rules
-	// are the same test ‖(H_GGN + λI) d + g‖ ≤ Tolerance·‖g‖.
-	StoppingRule StoppingRule `json:"stopping_rule" yaml:"stopping_rule"`
+	// StoppingRule is FGN's stopping rule, StopParameterResidual (or "") or
+	// StopWhitenedRowResidual. SGN's CG runs in parameter space, where both rules are the same test
+	// ‖(H_GGN + λI) d + g‖ ≤ Tolerance·‖g‖.
+	StoppingRule string `json:"stopping_rule" yaml:"stopping_rule"`
 	// StopAtNoise raises the parameter-space residual's tolerance to the batch gradient's relative
 	// noise: CG stops once ‖(H + λI) d + g‖ ≤ max(Tolerance, √(ν/(1 + ν)))·‖g‖, ν ≤ 1 the
 	// noise-to-signal ratio of the gradient along itself (see DampingPolicy; capped at 1 as the
@@ -80,7 +81,7 @@ func DefaultSettings() Settings {
 // (WarmStart). The row operator is ClosedFormGram, the closed form of appendix F.2 on the affine
 // head; it changes how K is applied, not the step.
 func PaperSettings() Settings {
-	return Settings{LearningRate: 0.1, Damping: 1,
+	return Settings{LearningRate: 0.1, Damping: 1, RowOperator: ClosedFormGram,
 		CG: CGSettings{MaxIterations: 5, Tolerance: 1e-5, StoppingRule: StopWhitenedRowResidual}}
 }
 
@@ -101,8 +102,9 @@ func (s Settings) validateSolve() error {
 	if err := s.CG.Validate(); err != nil {
 		return err
 	}
-	if s.RowOperator != ClosedFormGram && s.RowOperator != MatrixFree && s.RowOperator != CheaperRowOperator {
-		return fmt.Errorf("fgn: unknown row operator %d", int(s.RowOperator))
+	if s.RowOperator != "" && s.RowOperator != ClosedFormGram && s.RowOperator != MatrixFree && s.RowOperator != CheaperRowOperator {
+		return fmt.Errorf("fgn: unknown row operator %q (want %q, %q or %q)", s.RowOperator, CheaperRowOperator,
+			ClosedFormGram, MatrixFree)
 	}
 	if !(s.SaturationFloor >= 0 && s.SaturationFloor < 0.25) {
 		return fmt.Errorf("fgn: saturation floor must be in [0, 1/4), got %g", s.SaturationFloor)
@@ -135,125 +137,9 @@ func (s CGSettings) Validate() error {
 		return fmt.Errorf("fgn: CG iteration cap must be ≥ 1, got %d", s.MaxIterations)
 	case !(s.Tolerance >= 0) || math.IsInf(s.Tolerance, 1):
 		return fmt.Errorf("fgn: CG tolerance must be finite and ≥ 0, got %g", s.Tolerance)
-	case s.StoppingRule != StopParameterResidual && s.StoppingRule != StopWhitenedRowResidual:
-		return fmt.Errorf("fgn: unknown CG stopping rule %d", int(s.StoppingRule))
+	case s.StoppingRule != "" && s.StoppingRule != StopParameterResidual && s.StoppingRule != StopWhitenedRowResidual:
+		return fmt.Errorf("fgn: unknown CG stopping rule %q (want %q or %q)", s.StoppingRule, StopParameterResidual,
+			StopWhitenedRowResidual)
 	}
 	return nil
-}
-
-// RowOperator is how FGN applies the damped row operator K + bλI of its b-dimensional solve.
-type RowOperator int
-
-const (
-	// ClosedFormGram forms the b×b margin Gram once per step and iterates on it, when the
-	// linearisation provides the Gram in closed form (GramLinearization: AffineHead, appendix
-	// F.2, or a user's model); on a linearisation without one (Linearize's autodiff) FGN is
-	// matrix-free. It is PaperSettings' operator.
-	ClosedFormGram RowOperator = iota
-	// MatrixFree applies K by one VJP and one JVP of the margin map per CG iteration (eq. 4.8),
-	// on every linearisation.
-	MatrixFree
-	// CheaperRowOperator chooses, for each step's shapes, the row operator that costs fewer
-	// multiply-adds: on an AffineHead (b examples, d features, C classes, CG capped at N
-	// iterations; see FGNDirection for the products),
-	//
-	//	closed-form Gram:  b²(d + C) + (N + 2)·b²    (h hᵀ and A Aᵀ; CG's b×b products and reference),
-	//	matrix-free:       2N·b·d·C                 (one JVP and one VJP per iteration),
-	//
-	// besides one b·d·C product that both make (the closed form's back-projection, the
-	// matrix-free first VJP); b²d drops from the closed form when AffineHead.FeatureGram is given.
-	// The closed form is cheaper when b(d + C + N + 2) < 2N·d·C: on few examples of many features
-	// and classes (the paper's Cars196 head, b = 128, d = 2048, C = 196), not on many examples of
-	// few classes (an MNIST linear model, b = 600, d = 784, C = 10). Another GramLinearization
-	// gets its closed form, any other linearisation the matrix-free operator. It is
-	// DefaultSettings' operator.
-	CheaperRowOperator
-)
-
-// String returns the operator's name in labels: "closed-form Gram", "matrix-free" or "cheaper".
-func (r RowOperator) String() string {
-	switch r {
-	case ClosedFormGram:
-		return "closed-form Gram"
-	case MatrixFree:
-		return "matrix-free"
-	case CheaperRowOperator:
-		return "cheaper"
-	}
-	return "RowOperator(" + strconv.Itoa(int(r)) + ")"
-}
-
-// MarshalText writes the operator's name in files and flags: "closed-form-gram", "matrix-free" or
-// "cheaper".
-func (r RowOperator) MarshalText() ([]byte, error) {
-	switch r {
-	case ClosedFormGram:
-		return []byte("closed-form-gram"), nil
-	case MatrixFree:
-		return []byte("matrix-free"), nil
-	case CheaperRowOperator:
-		return []byte("cheaper"), nil
-	}
-	return nil, fmt.Errorf("fgn: unknown row operator %d", int(r))
-}
-
-// UnmarshalText is the inverse of MarshalText.
-func (r *RowOperator) UnmarshalText(text []byte) error {
-	for _, op := range []RowOperator{ClosedFormGram, MatrixFree, CheaperRowOperator} {
-		if name, _ := op.MarshalText(); string(name) == string(text) {
-			*r = op
-			return nil
-		}
-	}
-	return fmt.Errorf("fgn: unknown row operator %q (want closed-form-gram, matrix-free or cheaper)", text)
-}
-
-// StoppingRule selects the residual that FGN's row-space CG tests against its tolerance.
-type StoppingRule int
-
-const (
-	// StopParameterResidual stops FGN's CG once the parameter-space residual of the direction it
-	// back-projects is small relative to the gradient:
-	//
-	//	‖(H_FGN + λI) d + g‖ ≤ Tolerance·‖g‖.
-	//
-	// This is what the step needs, whatever the scale of the row system. FGNDirection states the
-	// identity by which it is evaluated in row space. It is DefaultSettings' rule.
-	StopParameterResidual StoppingRule = iota
-	// StopWhitenedRowResidual is the rule of the paper's Algorithm 1: stop once the whitened row
-	// residual e = r̃ − (K + bλI)u satisfies ‖e‖ ≤ Tolerance·‖r̃‖. On a batch holding confidently
-	// misclassified examples (large margin s, tiny q, r̃_i = √(p_†/p_★) ≈ e^{s/2}) it is met after
-	// one iteration whatever the tolerance, far from the solution. It is PaperSettings' rule.
-	StopWhitenedRowResidual
-)
-
-// String returns the rule's name as used in flags and CSV files: "parameter" or "whitened-row".
-func (r StoppingRule) String() string {
-	switch r {
-	case StopParameterResidual:
-		return "parameter"
-	case StopWhitenedRowResidual:
-		return "whitened-row"
-	}
-	return "StoppingRule(" + strconv.Itoa(int(r)) + ")"
-}
-
-// MarshalText writes the rule's name, as String does.
-func (r StoppingRule) MarshalText() ([]byte, error) {
-	if r != StopParameterResidual && r != StopWhitenedRowResidual {
-		return nil, fmt.Errorf("fgn: unknown CG stopping rule %d", int(r))
-	}
-	return []byte(r.String()), nil
-}
-
-// UnmarshalText is the inverse of MarshalText.
-func (r *StoppingRule) UnmarshalText(text []byte) error {
-	for _, rule := range []StoppingRule{StopParameterResidual, StopWhitenedRowResidual} {
-		if rule.String() == string(text) {
-			*r = rule
-			return nil
-		}
-	}
-	return fmt.Errorf("fgn: unknown CG stopping rule %q (want %q or %q)", text,
-		StopParameterResidual, StopWhitenedRowResidual)
 }

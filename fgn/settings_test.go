@@ -14,7 +14,7 @@ import (
 // stopping rule and the row operator (the cheaper one) alone.
 func TestSettingsDefaults(t *testing.T) {
 	paper := PaperSettings()
-	want := Settings{LearningRate: 0.1, Damping: 1,
+	want := Settings{LearningRate: 0.1, Damping: 1, RowOperator: ClosedFormGram,
 		CG: CGSettings{MaxIterations: 5, Tolerance: 1e-5, StoppingRule: StopWhitenedRowResidual}}
 	if paper != want {
 		t.Errorf("PaperSettings() = %+v, want %+v", paper, want)
@@ -60,7 +60,7 @@ func TestRowOperatorChoice(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		lin    Linearization
-		op     RowOperator
+		op     string
 		closed bool
 	}{
 		{"MNIST linear", mnist, CheaperRowOperator, false},

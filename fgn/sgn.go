@@ -6,21 +6,13 @@ import (
 	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
-// SGNDirection returns the damped full-softmax-GGN direction d = −(H_GGN + λI)^{-1} g of the SGN
-// baseline, by parameter-space CG on the damped GGN product of eq. (3.1), warm-started from x0 (nil for zeros; SGN
-// passes its previous direction). Its CG residual is the parameter-space residual
-// ‖(H_GGN + λI) d + g‖/‖g‖ whatever cfg.CG.StoppingRule says.
-func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings) *Direction {
-	return sgnDirection(lin, labels, x0, cfg, nil, nil)
-}
-
-// sgnDirection is SGNDirection with the damping λ chosen by damping from the batch's curvature
-// scale μ = gᵀ(H_GGN + D)g/‖g‖² and gradient noise ν (batchScale) when damping is not nil
-// (cfg.Damping otherwise), for the loss L = (1/b)Σφ(s_i) + R with the regulariser reg (nil for
-// none): (H_GGN + D + λI) d = −(g + g_R), D the Hessian of R's L2 terms added to the product and
-// g_R = ∇R to the right-hand side (see regularisation). (H_GGN + D) g is the product of CG's first
-// iteration, which starts from p_0 = −g and takes it (gn.CGSystem.RHSProduct), and ν comes from its
-// JVP; with a warm start they cost one product more.
+// sgnDirection is SGN's GNConfig.Direction, from x0 (nil for zero), with the damping λ chosen by
+// damping from the batch's curvature scale μ = gᵀ(H_GGN + D)g/‖g‖² and gradient noise ν
+// (batchScale) when damping is not nil (cfg.Damping otherwise), for the loss L = (1/b)Σφ(s_i) + R
+// with the regulariser reg (nil for none): (H_GGN + D + λI) d = −(g + g_R), D the Hessian of R's L2
+// terms added to the product and g_R = ∇R to the right-hand side (see regularisation). (H_GGN + D)
+// g is the product of CG's first iteration, which starts from p_0 = −g and takes it
+// (gn.CGSystem.RHSProduct), and ν comes from its JVP; with a warm start they cost one product more.
 func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, damping dampingFn, reg *regularisation) *Direction {
 	cfg.mustValidateSolve()
 	m := gn.NewMargin(lin.Logits(), labels)
@@ -63,6 +55,7 @@ func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, damping
 	}
 	sol := gn.SolveCG(sys, cfg.CG.MaxIterations, cfg.CG.Tolerance, inWhileLoop(lin))
 	dir := newDirection(sol.X, m, sol)
+	dir.Method.Curvature = SGNCurvature
 	dir.lambda, dir.scale = sys.Shift, scale
 	return dir
 }

@@ -34,14 +34,14 @@ func TestEquivalenceLemma(t *testing.T) {
 		mlp  bool
 		fn   func(in []*Node) *Direction
 	}{
-		{"mlp generic", true, func(in []*Node) *Direction { return FGNDirection(mlpLin(in), in[1], nil, exactCG) }},
+		{"mlp generic", true, func(in []*Node) *Direction { return fgnDir(mlpLin(in), in[1], nil, exactCG) }},
 		{"affine generic", false, func(in []*Node) *Direction {
-			return FGNDirection(Linearize(affineLin(in).Logits(), Vec{in[2], in[3]}), in[1], nil, exactCG)
+			return fgnDir(Linearize(affineLin(in).Logits(), Vec{in[2], in[3]}), in[1], nil, exactCG)
 		}},
 		{"affine matrix-free", false, func(in []*Node) *Direction {
-			return FGNDirection(affineLin(in), in[1], nil, matrixFree(exactCG))
+			return fgnDir(affineLin(in), in[1], nil, matrixFree(exactCG))
 		}},
-		{"affine closed-form Gram", false, func(in []*Node) *Direction { return FGNDirection(affineLin(in), in[1], nil, exactCG) }},
+		{"affine closed-form Gram", false, func(in []*Node) *Direction { return fgnDir(affineLin(in), in[1], nil, exactCG) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dn := runDense(t, p, tc.mlp)
@@ -197,8 +197,8 @@ func TestAffineClosedFormMatchesGeneric(t *testing.T) {
 		for i := range p.b {
 			cols[i] = ExpandAxes(op(Reshape(Slice(eye, AxisRange(), AxisElem(i)), p.b)), -1)
 		}
-		closed := FGNDirection(head, in[1], nil, DefaultSettings())
-		gen := FGNDirection(generic, in[1], nil, DefaultSettings())
+		closed := fgnDir(head, in[1], nil, DefaultSettings())
+		gen := fgnDir(generic, in[1], nil, DefaultSettings())
 		return []*Node{k, Concatenate(cols, 1), flattenVec(closed.D), flattenVec(gen.D), closed.Iterations, gen.Iterations}
 	}, p.affineInputs(dtypes.Float64)...)
 	check(t, "closed-form K vs Q^{1/2}JJᵀQ^{1/2} of the closures", ref.RelErr(out[0], out[1]), 1e-13)
@@ -225,7 +225,7 @@ func TestSGNDirection(t *testing.T) {
 			if warm {
 				x0 = gn.VecScale(Scalar(in[0].Graph(), dtypes.Float64, 0.1), Vec(in[2:6])) // any start
 			}
-			dir := SGNDirection(lin, in[1], x0, exactCG)
+			dir := sgnDir(lin, in[1], x0, exactCG)
 			return []*Node{flattenVec(dir.D)}
 		}, p.mlpInputs(dtypes.Float64)...)
 		check(t, "SGN vs dense (H_GGN+λI)⁻¹(−g)", ref.RelErr(out[0], want), 1e-8)

@@ -80,8 +80,11 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		settingValue[float64]{parseFloat, func(s *fgn.Settings, x float64) { s.CG.Tolerance = x }},
 		"CG relative residual tolerance for SGN/FGN; a `number` ≥ 0")
 	cgStoppingRule := paper.CG.StoppingRule
-	c.TextVar(&cgStoppingRule, "cg-stopping-rule", paper.CG.StoppingRule, "FGN's CG stopping rule: parameter "+
-		"(‖(H+λI)d+g‖ ≤ tol·‖g‖) or whitened-row (the paper's Algorithm 1)")
+	c.Func("cg-stopping-rule", "FGN's CG stopping rule: parameter (‖(H+λI)d+g‖ ≤ tol·‖g‖) or whitened-row "+
+		"(the paper's Algorithm 1) (default "+paper.CG.StoppingRule+")", func(rule string) error {
+		cgStoppingRule = rule
+		return fgn.CGSettings{MaxIterations: 1, StoppingRule: rule}.Validate()
+	})
 	out := c.String("out", "results/train", "directory for the trace CSVs (<method>_seed<seed>.csv)")
 	backendFlag := c.backendFlag()
 	quiet := c.Bool("quiet", false, "no progress display or epoch telemetry")

@@ -16,28 +16,28 @@ import (
 	"github.com/fgn-paper/fgn/fgn"
 )
 
-// The CG stopping-rule ablation trains FGN (closed-form Gram) with the paper's settings under
-// each of the two stopping rules of fgn.StoppingRule, the paper's Algorithm 1 (stop once the
+// The CG stopping-rule ablation trains FGN (closed-form Gram) with the paper's settings under each
+// of the two stopping rules of fgn.CGSettings.StoppingRule, the paper's Algorithm 1 (stop once the
 // whitened row residual satisfies ‖e‖ ≤ tol·‖r̃‖) and the library's default (stop once the
 // parameter-space residual satisfies ‖(H_FGN + λI)d + g‖ ≤ tol·‖g‖), on the same seeds,
-// initialisations and batches, and compares them by step. It does so at each CG iteration cap
-// of AblationCaps: the paper's, at which both rules usually run CG to the cap and coincide, and
-// one at which CG stops by its tolerance, where the rules stop at different iterations.
+// initialisations and batches, and compares them by step. It does so at each CG iteration cap of
+// AblationCaps: the paper's, at which both rules usually run CG to the cap and coincide, and one at
+// which CG stops by its tolerance, where the rules stop at different iterations.
 
 // StoppingRules are the rules the ablation compares, in table and legend order: the paper's
 // Algorithm 1 (the rule of Figure 2 and Table 1, method.Paper), then the library's
 // default.
-var StoppingRules = []fgn.StoppingRule{fgn.StopWhitenedRowResidual, fgn.StopParameterResidual}
+var StoppingRules = []string{fgn.StopWhitenedRowResidual, fgn.StopParameterResidual}
 
 // RuleLabel returns the legend label of FGN (closed-form Gram) under rule r.
-func RuleLabel(r fgn.StoppingRule) string {
+func RuleLabel(r string) string {
 	switch r {
 	case fgn.StopParameterResidual:
 		return method.FGN.Label() + ", parameter-residual rule"
 	case fgn.StopWhitenedRowResidual:
 		return method.FGN.Label() + ", whitened-row rule (Algorithm 1)"
 	}
-	return method.FGN.Label() + ", " + r.String()
+	return method.FGN.Label() + ", " + r
 }
 
 // AblationCaps returns the CG iteration caps at which the ablation compares the rules, in table
@@ -84,7 +84,7 @@ type AblationConfig struct {
 
 // AblationSettings returns the settings of FGN (closed-form Gram) under rule r with at most
 // maxIterations CG iterations: otherwise the paper's (method.Paper).
-func AblationSettings(r fgn.StoppingRule, maxIterations int) fgn.Settings {
+func AblationSettings(r string, maxIterations int) fgn.Settings {
 	s := method.Paper(method.FGN).GN
 	s.CG.StoppingRule, s.CG.MaxIterations = r, maxIterations
 	return s
@@ -108,7 +108,7 @@ func MakeAblation(be compute.Backend, cfg AblationConfig, d *Data) ([]string, er
 		runs[c] = make([][]Run, len(StoppingRules))
 		for i, rule := range StoppingRules {
 			sc := SweepConfig{Profile: p, Hyper: map[method.Method]method.Hyper{method.FGN: {GN: AblationSettings(rule, cap)}},
-				Dir: filepath.Join(files.TracesDir, fmt.Sprintf("cg%d", cap), rule.String()), Command: cfg.Command, Log: cfg.Log}
+				Dir: filepath.Join(files.TracesDir, fmt.Sprintf("cg%d", cap), rule), Command: cfg.Command, Log: cfg.Log}
 			if cfg.RunProgress != nil {
 				first, total := (c*len(StoppingRules)+i)*p.Seeds, len(caps)*len(StoppingRules)*p.Seeds
 				sc.RunProgress = func(k, _ int, m method.Method, seed uint64) func(done, total int) {
@@ -155,8 +155,8 @@ func RedrawAblation(files AblationFiles, title string) ([]string, error) {
 }
 
 // ruleColumn is the ablation table's column of quantity q under rule r.
-func ruleColumn(r fgn.StoppingRule, q string) string {
-	return strings.ReplaceAll(r.String(), "-", "_") + "_" + q
+func ruleColumn(r string, q string) string {
+	return strings.ReplaceAll(r, "-", "_") + "_" + q
 }
 
 // ablationQuantities are the per-rule columns of the ablation table (ruleColumn).
@@ -228,7 +228,7 @@ func AblationTable(caps []int, runs [][][]Run, title string) (*report.Table, err
 	t.Comment("cg_max_iterations", fmt.Sprintf("%d (the paper's), %d (the batch size: CG stops by its tolerance)", caps[0], caps[len(caps)-1]))
 	t.Comment("seeds", fmt.Sprint(seeds))
 	t.Comment("aggregation", "per cg_max_iterations, mean and population std over seeds at each evaluation step; cg_iterations: mean over seeds of the mean CG iterations per step since the previous evaluation; acc_max_abs_seed_diff_pct: max over seeds of |accuracy under "+
-		StoppingRules[0].String()+" − accuracy under "+StoppingRules[1].String()+"| of the same seed (same initialisation and batches); no clock is involved")
+		StoppingRules[0]+" − accuracy under "+StoppingRules[1]+"| of the same seed (same initialisation and batches); no clock is involved")
 	return t, nil
 }
 

@@ -135,11 +135,11 @@ func TestMakeAblation(t *testing.T) {
 	caps := AblationCaps(p)
 	for _, cap := range caps {
 		for _, r := range StoppingRules {
-			tab, err := report.Read(TracePath(filepath.Join(files.TracesDir, fmt.Sprintf("cg%d", cap), r.String()), method.FGN, 1))
+			tab, err := report.Read(TracePath(filepath.Join(files.TracesDir, fmt.Sprintf("cg%d", cap), r), method.FGN, 1))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, _ := tab.Lookup("cg_stopping_rule"); got != r.String() {
+			if got, _ := tab.Lookup("cg_stopping_rule"); got != r {
 				t.Errorf("trace of rule %s records cg_stopping_rule %q", r, got)
 			}
 			if got, _ := tab.Lookup("cg_max_iterations"); got != fmt.Sprint(cap) {

@@ -1,6 +1,6 @@
-// Package method is the experiments' vocabulary of optimisers: the methods compared (Adam, SGN
-// and the FGN variants), their labels in legends and tables, their hyper-parameters (Hyper) and
-// the paper's values of them (Paper).
+// Package method is the experiments' list of optimisers: the methods compared (Adam, and SGN and
+// the FGN variants in fgn.Method's vocabulary), their labels in legends and tables, their
+// hyper-parameters (Hyper) and the paper's values of them (Paper).
 package method
 
 import (
@@ -11,9 +11,9 @@ import (
 	"github.com/fgn-paper/fgn/fgn"
 )
 
-// Method names an optimizer, in the repository's vocabulary: the curvature (SGN or FGN) and FGN's
-// row operator (closed-form Gram or matrix-free). The third axis, the linearisation, is
-// Linearization.
+// Method names a method the experiments compare, by the name their flags, file names and CSV
+// files use: Adam, or a damped Gauss-Newton method of fgn's vocabulary (fgn.Method: the curvature
+// and FGN's row operator; the linearisation is the run's, see GN).
 type Method string
 
 const (
@@ -33,44 +33,31 @@ const (
 	FGNMatrixFree Method = "fgn-matrix-free"
 )
 
-// Linearization is the vocabulary's third axis: how a step linearises the logits.
-type Linearization int
-
-const (
-	// ExactProducts uses the model's closed-form Jacobian products where it has them: the affine
-	// head's (fgn.AffineHead). A model without them (an MLP) is linearised by autodiff.
-	ExactProducts Linearization = iota
-	// Autodiff linearises the logits by GoMLX autodiff (fgn.Linearize) even where closed forms
-	// exist, as for any GoMLX model: "FGN (matrix-free, autodiff)" on an affine head.
-	Autodiff
-)
-
-// String returns "exact head products" or "autodiff".
-func (l Linearization) String() string {
-	switch l {
-	case ExactProducts:
-		return "exact head products"
-	case Autodiff:
-		return "autodiff"
+// GN returns the Gauss-Newton method m names with the linearisation lin (fgn.ExactProducts, the
+// affine head's closed-form products, or fgn.Autodiff), and the zero fgn.Method for Adam.
+func (m Method) GN(lin string) fgn.Method {
+	switch m {
+	case SGN:
+		return fgn.Method{Curvature: fgn.SGNCurvature, Linearization: lin}
+	case FGN:
+		return fgn.Method{Curvature: fgn.FGNCurvature, RowOperator: fgn.ClosedFormGram, Linearization: lin}
+	case FGNMatrixFree:
+		return fgn.Method{Curvature: fgn.FGNCurvature, RowOperator: fgn.MatrixFree, Linearization: lin}
 	}
-	return fmt.Sprintf("Linearization(%d)", int(l))
+	return fgn.Method{}
 }
 
 // Methods lists the methods in the order the experiments report them.
 var Methods = []Method{Adam, SGN, FGN, FGNMatrixFree}
 
-// Label returns the method's name in figure legends and tables: "Adam", "SGN",
-// "FGN (closed-form Gram)", "FGN (matrix-free)".
+// Label returns the method's name in figure legends and tables: "Adam", or the label of the
+// fgn.Method it names on exact products, "SGN", "FGN (closed-form Gram)", "FGN (matrix-free)".
 func (m Method) Label() string {
 	switch m {
 	case Adam:
 		return "Adam"
-	case SGN:
-		return "SGN"
-	case FGN:
-		return "FGN (closed-form Gram)"
-	case FGNMatrixFree:
-		return "FGN (matrix-free)"
+	case SGN, FGN, FGNMatrixFree:
+		return m.GN(fgn.ExactProducts).String()
 	}
 	return string(m)
 }

@@ -12,7 +12,7 @@ import (
 // TestPaper checks method.Paper against the constants of the paper's sec. 5 and app. F.2, written
 // out here, and GoMLX's optimizer.Adam defaults (β₁ = 0.9, β₂ = 0.999, ε = 10⁻⁷).
 func TestPaper(t *testing.T) {
-	gn := func(rule fgn.StoppingRule, op fgn.RowOperator, warm bool) Hyper {
+	gn := func(rule, op string, warm bool) Hyper {
 		return Hyper{GN: fgn.Settings{LearningRate: 0.1, Damping: 1, RowOperator: op, WarmStart: warm,
 			CG: fgn.CGSettings{MaxIterations: 5, Tolerance: 1e-5, StoppingRule: rule}}}
 	}

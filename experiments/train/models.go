@@ -8,7 +8,6 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 
-	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/fgn"
 )
 
@@ -64,15 +63,15 @@ func (m Model) initialize(scope *model.Scope, dim, classes int, seed uint64) []*
 // linearize returns the logits of x under the variables' current values, linearised: an affine
 // head's exact closed-form products (fgn.AffineHead), or the autodiff linearisation of the
 // logits (fgn.Linearize, which also evaluates the trial logits adaptive damping needs) for an
-// MLP and whenever lin is method.Autodiff. ht and featureGram, when not nil, are hᵀ and h hᵀ + 1 of
+// MLP and whenever lin is fgn.Autodiff. ht and featureGram, when not nil, are hᵀ and h hᵀ + 1 of
 // the features x laid out beforehand, for the affine head to use (see fgn.AffineHead).
-func (m Model) linearize(vars []*model.Variable, x *Node, lin method.Linearization, ht, featureGram *Node) fgn.Linearization {
+func (m Model) linearize(vars []*model.Variable, x *Node, lin string, ht, featureGram *Node) fgn.Linearization {
 	g := x.Graph()
 	p := make(fgn.Vec, len(vars))
 	for k, v := range vars {
 		p[k] = v.NodeValue(g)
 	}
-	if m.Hidden == 0 && lin == method.ExactProducts {
+	if m.Hidden == 0 && lin == fgn.ExactProducts {
 		head := fgn.NewAffineHead(x, p[0], p[1])
 		if ht != nil {
 			head.HT = ht

@@ -22,8 +22,9 @@ import (
 // benchmarks build their steps from it with NewStep, so that what they run and time is one step.
 type StepConfig struct {
 	Method method.Method
-	// Linearization is how the logits are linearised; the zero value is the model's exact products.
-	Linearization method.Linearization
+	// Linearization is how the logits are linearised: fgn.ExactProducts (the model's closed-form
+	// products, an affine head's; "" means it too) or fgn.Autodiff.
+	Linearization string
 	Model         Model
 	// Hyper are the method's hyper-parameters (start from method.Paper); the method fixes the
 	// row operator.
@@ -47,24 +48,27 @@ func (c StepConfig) Validate() error {
 		}
 	}
 	switch {
-	case c.Linearization != method.ExactProducts && c.Linearization != method.Autodiff:
-		return fmt.Errorf("unknown linearisation %s", c.Linearization)
+	case c.Linearization != "" && c.Linearization != fgn.ExactProducts && c.Linearization != fgn.Autodiff:
+		return fmt.Errorf("unknown linearisation %q (want %q or %q)", c.Linearization, fgn.ExactProducts, fgn.Autodiff)
 	case c.Model.Hidden < 0:
 		return fmt.Errorf("hidden width must be ≥ 0, got %d", c.Model.Hidden)
 	case c.Method == method.FGN && c.Model.Hidden > 0:
 		return fmt.Errorf("%s needs an affine head's closed-form Gram; an MLP (hidden width %d) has none: use %s",
 			method.FGN, c.Model.Hidden, method.FGNMatrixFree)
-	case c.Method == method.FGN && c.Linearization == method.Autodiff:
+	case c.Method == method.FGN && c.Linearization == fgn.Autodiff:
 		return fmt.Errorf("%s needs an affine head's exact products, not %s: use %s",
 			method.FGN, c.Linearization, method.FGNMatrixFree)
 	}
 	return nil
 }
 
-// resolved returns c as a step uses it: the row operator fixed by the method, and the constant
-// damping policy when none is set.
+// resolved returns c as a step uses it: the row operator fixed by the method, the exact products
+// when no linearisation is set, and the constant damping policy when none is set.
 func (c StepConfig) resolved() StepConfig {
 	c.Hyper.GN.RowOperator = method.Paper(c.Method).GN.RowOperator
+	if c.Linearization == "" {
+		c.Linearization = fgn.ExactProducts
+	}
 	if c.DampingPolicy == nil {
 		c.DampingPolicy = fgn.ConstantDamping{}
 	}
@@ -78,7 +82,7 @@ func (c StepConfig) resolved() StepConfig {
 type headLayouts struct{ ht, gram bool }
 
 func (c StepConfig) layouts() headLayouts {
-	exact := c.Model.Hidden == 0 && c.Linearization == method.ExactProducts
+	exact := c.Model.Hidden == 0 && c.Linearization == fgn.ExactProducts
 	return headLayouts{ht: exact, gram: exact && c.Method == method.FGN}
 }
 

@@ -53,7 +53,7 @@ func referenceStep(cfg StepConfig, vars []*model.Variable) func(scope *model.Sco
 			return loss
 		}
 		var lin fgn.Linearization = fgn.Linearize(logits, p)
-		if cfg.Model.Hidden == 0 && cfg.Linearization == method.ExactProducts {
+		if cfg.Model.Hidden == 0 && cfg.Linearization == fgn.ExactProducts {
 			lin = fgn.NewAffineHead(x, p[0], p[1])
 		}
 		return gn.UpdateGraphWithLinearization(scope, lin, y).Loss
@@ -78,29 +78,29 @@ func TestStepMatchesReference(t *testing.T) {
 	affine, mlp := Model{}, Model{Hidden: 5}
 	for _, tc := range []struct {
 		m      method.Method
-		lin    method.Linearization
+		lin    string
 		model  Model
 		policy fgn.DampingPolicy
 	}{
-		{method.Adam, method.ExactProducts, affine, nil},
-		{method.Adam, method.Autodiff, affine, nil},
-		{method.Adam, method.ExactProducts, mlp, nil},
-		{method.SGN, method.ExactProducts, affine, nil},
-		{method.SGN, method.Autodiff, affine, nil},
-		{method.SGN, method.ExactProducts, mlp, nil},
-		{method.SGN, method.ExactProducts, affine, fgn.LevenbergMarquardt()},
-		{method.FGN, method.ExactProducts, affine, nil},
-		{method.FGN, method.ExactProducts, affine, fgn.LevenbergMarquardt()},
-		{method.FGNMatrixFree, method.ExactProducts, affine, nil},
-		{method.FGNMatrixFree, method.Autodiff, affine, nil},
-		{method.FGNMatrixFree, method.ExactProducts, mlp, nil},
+		{method.Adam, fgn.ExactProducts, affine, nil},
+		{method.Adam, fgn.Autodiff, affine, nil},
+		{method.Adam, fgn.ExactProducts, mlp, nil},
+		{method.SGN, fgn.ExactProducts, affine, nil},
+		{method.SGN, fgn.Autodiff, affine, nil},
+		{method.SGN, fgn.ExactProducts, mlp, nil},
+		{method.SGN, fgn.ExactProducts, affine, fgn.LevenbergMarquardt()},
+		{method.FGN, fgn.ExactProducts, affine, nil},
+		{method.FGN, fgn.ExactProducts, affine, fgn.LevenbergMarquardt()},
+		{method.FGNMatrixFree, fgn.ExactProducts, affine, nil},
+		{method.FGNMatrixFree, fgn.Autodiff, affine, nil},
+		{method.FGNMatrixFree, fgn.ExactProducts, mlp, nil},
 	} {
 		cfg := StepConfig{Method: tc.m, Linearization: tc.lin, Model: tc.model, Hyper: method.Paper(tc.m),
 			DampingPolicy: tc.policy}
 		if tc.m == method.Adam {
 			cfg.Hyper.Adam.LearningRate = 0.05
 		}
-		name := string(tc.m) + "/" + tc.lin.String() + "/" + tc.model.String()
+		name := string(tc.m) + "/" + tc.lin + "/" + tc.model.String()
 		if tc.policy != nil {
 			name += "/" + tc.policy.String()
 		}
@@ -153,11 +153,11 @@ func TestStepErrors(t *testing.T) {
 		want   string
 	}{
 		{"unknown method", func(c *StepConfig) { c.Method = "newton" }, nil, `unknown method "newton"`},
-		{"unknown linearisation", func(c *StepConfig) { c.Linearization = 7 }, nil, "unknown linearisation Linearization(7)"},
+		{"unknown linearisation", func(c *StepConfig) { c.Linearization = "seven" }, nil, `unknown linearisation "seven"`},
 		{"bad settings", func(c *StepConfig) { c.Hyper.GN.Damping = 0 }, nil, "damping λ"},
 		{"negative width", func(c *StepConfig) { c.Model.Hidden = -1 }, nil, "hidden width must be ≥ 0"},
 		{"closed-form Gram on an MLP", func(c *StepConfig) { c.Model.Hidden = 3 }, nil, "use fgn-matrix-free"},
-		{"closed-form Gram by autodiff", func(c *StepConfig) { c.Linearization = method.Autodiff }, nil,
+		{"closed-form Gram by autodiff", func(c *StepConfig) { c.Linearization = fgn.Autodiff }, nil,
 			"needs an affine head's exact products, not autodiff: use fgn-matrix-free"},
 		{"labels missing", func(c *StepConfig) {}, []*tensors.Tensor{}, "got 1 and 0"},
 	} {

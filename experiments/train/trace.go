@@ -41,9 +41,8 @@ func (t *Trace) Table() *report.Table {
 		tab.Comment("cg_tolerance", report.Format(s.CG.Tolerance))
 		tab.Comment("warm_start", strconv.FormatBool(s.WarmStart))
 		if c.Method != method.SGN {
-			tab.Comment("cg_stopping_rule", s.CG.StoppingRule.String())
-			rowOp, _ := s.RowOperator.MarshalText()
-			tab.Comment("row_operator", string(rowOp))
+			tab.Comment("cg_stopping_rule", s.CG.StoppingRule)
+			tab.Comment("row_operator", s.RowOperator)
 		}
 	}
 	tab.Comment("classes", strconv.Itoa(t.Classes))

@@ -35,8 +35,8 @@ func (j MarginJacobian) products() gn.MarginJacobian {
 //
 // of the b examples whose logits lin linearises and whose labels are labels, with one JVP and one
 // VJP of the margin map per application. That batch need not be the one the gradient comes from:
-// the simplified stochastic method of appendix D.3 draws the curvature batch independently.
-// lambda is the scalar λ. fgn.FGNDirection solves the same damped system in row space instead.
+// the simplified stochastic method of appendix D.3 draws the curvature batch independently. lambda
+// is the scalar λ. fgn.GNConfig.Direction solves the same damped system in row space instead.
 func FGNOperator(lin fgn.Linearization, labels, lambda *Node) func(v fgn.Vec) fgn.Vec {
 	m := gn.NewMargin(lin.Logits(), labels)
 	j := gn.MarginJacobian{Lin: lin, GradS: m.GradS}
@@ -44,7 +44,7 @@ func FGNOperator(lin fgn.Linearization, labels, lambda *Node) func(v fgn.Vec) fg
 	return func(v fgn.Vec) fgn.Vec { return damped(j.VJP(Mul(qOverB, j.JVP(v))), lambda, v) }
 }
 
-// GGNOperator returns the damped full softmax GGN-vector product that fgn.SGNDirection solves
+// GGNOperator returns the damped full softmax GGN-vector product that fgn.GNConfig.Direction solves
 // with,
 //
 //	v ↦ (1/b) J_zᵀ (diag(p) − p pᵀ) J_z v + λ v        (eq. 3.1, batched),

@@ -11,46 +11,7 @@ import (
 	"github.com/gomlx/gomlx/support/exceptions"
 
 	"github.com/fgn-paper/fgn/fgn"
-	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
-
-// Method selects which direction AffineDirection computes, named by the repository's vocabulary
-// (curvature, row operator, linearisation).
-type Method int
-
-const (
-	// MethodFGN is FGN with the closed-form Gram of the affine head (fgn.FGNDirection with
-	// fgn.ClosedFormGram on the fgn.AffineHead).
-	MethodFGN Method = iota
-	// MethodFGNMatrixFree is FGN with the matrix-free row operator on the head's exact products
-	// (fgn.FGNDirection with fgn.MatrixFree on the fgn.AffineHead).
-	MethodFGNMatrixFree
-	// MethodFGNAutodiff is FGN with the matrix-free row operator on autodiff products
-	// (fgn.FGNDirection on fgn.Linearize of the head's logits).
-	MethodFGNAutodiff
-	// MethodSGN is the full softmax-GGN direction by parameter-space CG (fgn.SGNDirection), cold start.
-	MethodSGN
-	// MethodGradient is the negative gradient −g.
-	MethodGradient
-)
-
-// String returns the method's label: "FGN (closed-form Gram)", "FGN (matrix-free)",
-// "FGN (matrix-free, autodiff)", "SGN" or "gradient".
-func (m Method) String() string {
-	switch m {
-	case MethodFGN:
-		return "FGN (closed-form Gram)"
-	case MethodFGNMatrixFree:
-		return "FGN (matrix-free)"
-	case MethodFGNAutodiff:
-		return "FGN (matrix-free, autodiff)"
-	case MethodSGN:
-		return "SGN"
-	case MethodGradient:
-		return "gradient"
-	}
-	return fmt.Sprintf("Method(%d)", int(m))
-}
 
 // AffineResult is a direction for the affine head computed on the host-facing API.
 type AffineResult struct {
@@ -58,17 +19,19 @@ type AffineResult struct {
 	DW, DBias *tensors.Tensor
 	// Loss is the batch mean cross-entropy; MeanPDagger and MeanXi the batch means of p_† and ξ.
 	Loss, MeanPDagger, MeanXi float64
-	// Iterations and Residual report the CG solve (0 for MethodGradient).
+	// Iterations and Residual report the CG solve.
 	Iterations int
 	Residual   float64
 }
 
 // AffineDirection computes one direction for the affine head z = h W + 1 biasᵀ on backend, from
-// host tensors: features h (b×d), integer labels (b), W (d×C) and bias (C), all floats of one
-// dtype (float32 or float64). The method fixes the row operator, overriding cfg.RowOperator.
-// Unlike the graph-building functions, it validates its inputs and returns an error naming the
-// problem (labels outside [0,C), C < 2, λ ≤ 0, NaN or Inf, shape or dtype mismatches, bλ beyond
-// the dtype's range) instead of panicking.
+// host tensors: features h (b×d), integer labels (b), W (d×C) and bias (C), all floats of one dtype
+// (float32 or float64), by the method m (fgn.Method): FGN (fgn.GNConfig.Direction) with the row
+// operator m.RowOperator (cfg.RowOperator when empty), or SGN (fgn.GNConfig.Direction, cold start),
+// on the head's exact products (fgn.ExactProducts, or "": an fgn.AffineHead) or on autodiff
+// products (fgn.Autodiff: fgn.Linearize of the head's logits). Unlike the graph-building functions,
+// it validates its inputs and returns an error naming the problem (labels outside [0,C), C < 2, λ ≤
+// 0, NaN or Inf, shape or dtype mismatches, bλ beyond the dtype's range) instead of panicking.
 //
 // A direction that is not finite although every input is (Direction.Finite) overflowed the
 // dtype, and is an error too: "logits too large" when the logits or the batch loss overflow,
@@ -78,13 +41,22 @@ type AffineResult struct {
 // and the bias as λ does.
 //
 // It compiles a graph per call: it is meant for one-off use, diagnostics and notebooks. Training
-// loops build fgn.FGNDirection and friends into their own compiled step.
-func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias *tensors.Tensor, cfg fgn.Settings) (*AffineResult, error) {
+// loops build fgn.GNConfig.Direction or an fgn.Optimizer into their own compiled step.
+func AffineDirection(backend compute.Backend, m fgn.Method, h, labels, w, bias *tensors.Tensor, cfg fgn.Settings) (*AffineResult, error) {
+	switch {
+	case m.Curvature != fgn.FGNCurvature && m.Curvature != fgn.SGNCurvature:
+		return nil, fmt.Errorf("paper: unknown curvature %q (want %q or %q)", m.Curvature, fgn.FGNCurvature, fgn.SGNCurvature)
+	case m.Curvature == fgn.SGNCurvature && m.RowOperator != "":
+		return nil, fmt.Errorf("paper: SGN has no row operator, got %q", m.RowOperator)
+	case m.Linearization != "" && m.Linearization != fgn.ExactProducts && m.Linearization != fgn.Autodiff:
+		return nil, fmt.Errorf("paper: the affine head's linearisation is %q or %q, got %q", fgn.ExactProducts,
+			fgn.Autodiff, m.Linearization)
+	}
+	if m.RowOperator != "" {
+		cfg.RowOperator = m.RowOperator
+	}
 	if err := validateAffine(h, labels, w, bias, cfg); err != nil {
 		return nil, err
-	}
-	if method < MethodFGN || method > MethodGradient {
-		return nil, fmt.Errorf("paper: unknown method %d", int(method))
 	}
 	// Labels of any integer type reach the graph as int32 (validated to lie in [0, C)).
 	var wide []int64
@@ -98,27 +70,15 @@ func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias 
 	var finite bool
 	err := exceptions.TryCatch[error](func() {
 		exec := MustNewExec(backend, func(h, labels, w, bias *Node) []*Node {
-			head := fgn.NewAffineHead(h, w, bias)
+			var lin fgn.Linearization = fgn.NewAffineHead(h, w, bias)
+			if m.Linearization == fgn.Autodiff {
+				lin = fgn.Linearize(lin.Logits(), lin.Params())
+			}
 			var dir *fgn.Direction
-			switch method {
-			case MethodFGN:
-				cfg.RowOperator = fgn.ClosedFormGram
-				dir = fgn.FGNDirection(head, labels, nil, cfg)
-			case MethodFGNMatrixFree:
-				cfg.RowOperator = fgn.MatrixFree
-				dir = fgn.FGNDirection(head, labels, nil, cfg)
-			case MethodFGNAutodiff:
-				dir = fgn.FGNDirection(fgn.Linearize(head.Logits(), head.Params()), labels, nil, cfg)
-			case MethodSGN:
-				dir = fgn.SGNDirection(head, labels, nil, cfg)
-			case MethodGradient:
-				m := gn.NewMargin(head.Logits(), labels)
-				grad := m.Gradient(head)
-				loss := ReduceAllMean(m.Loss)
-				dir = &fgn.Direction{D: fgn.Vec{Neg(grad[0]), Neg(grad[1])}, Loss: loss,
-					MeanPDagger: ReduceAllMean(m.PDagger), MeanXi: ReduceAllMean(m.Xi),
-					Iterations: Const(h.Graph(), int32(0)), Residual: ScalarZero(h.Graph(), h.DType()),
-					Finite: LogicalAnd(IsFinite(loss), LogicalAnd(IsFinite(ReduceAllSum(grad[0])), IsFinite(ReduceAllSum(grad[1]))))}
+			if m.Curvature == fgn.FGNCurvature {
+				dir = fgn.FGN().WithSettings(cfg).Direction(lin, labels, nil)
+			} else {
+				dir = fgn.SGN().WithSettings(cfg).Direction(lin, labels, nil)
 			}
 			return []*Node{dir.D[0], dir.D[1], ConvertDType(dir.Loss, dtypes.Float64),
 				ConvertDType(dir.MeanPDagger, dtypes.Float64), ConvertDType(dir.MeanXi, dtypes.Float64),
@@ -132,10 +92,10 @@ func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias 
 		finite = tensors.ToScalar[bool](out[7])
 	})
 	if err != nil {
-		return nil, fmt.Errorf("paper: computing the %s direction: %w", method, err)
+		return nil, fmt.Errorf("paper: computing the %s direction: %w", m, err)
 	}
 	if !finite {
-		return nil, overflowError(method, h, result.Loss)
+		return nil, overflowError(m, h, result.Loss)
 	}
 	return result, nil
 }
@@ -144,7 +104,7 @@ func AffineDirection(backend compute.Backend, method Method, h, labels, w, bias 
 // is: the logits when the batch loss is not finite (NewMargin's loss is NaN for a row of logits
 // whose sum is not finite), else the features, whose squares the curvature holds; the message
 // says whether ‖h_i‖² itself exceeds the dtype's range.
-func overflowError(method Method, h *tensors.Tensor, loss float64) error {
+func overflowError(method fgn.Method, h *tensors.Tensor, loss float64) error {
 	dtype := h.DType()
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		return fmt.Errorf("paper: logits too large: the logits h W + 1 biasᵀ or the batch loss overflow %s "+

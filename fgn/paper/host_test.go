@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/fgn-paper/fgn/fgn"
@@ -61,7 +62,7 @@ func TestAffineDirectionBadInput(t *testing.T) {
 			h, labels, w, bias := good()
 			cfg := fgn.DefaultSettings()
 			tc.mutate(&h, &labels, &w, &bias, &cfg)
-			_, err := AffineDirection(testBackend, MethodFGN, h, labels, w, bias, cfg)
+			_, err := AffineDirection(testBackend, methodFGN, h, labels, w, bias, cfg)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got error %v, want one containing %q", err, tc.want)
 			}
@@ -75,7 +76,7 @@ func TestAffineDirectionLabelTypes(t *testing.T) {
 	h := tensors.FromValue([][]float64{{1, 2}, {3, 4}, {5, 6}})
 	w := tensors.FromValue([][]float64{{0.1, 0.2, 0.3}, {0.4, 0.5, 0.6}})
 	bias := tensors.FromValue([]float64{0, 0, 0})
-	want, err := AffineDirection(testBackend, MethodFGN, h, tensors.FromValue([]int32{0, 2, 1}), w, bias, fgn.DefaultSettings())
+	want, err := AffineDirection(testBackend, methodFGN, h, tensors.FromValue([]int32{0, 2, 1}), w, bias, fgn.DefaultSettings())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestAffineDirectionLabelTypes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := AffineDirection(testBackend, MethodFGN, h, lt, w, bias, fgn.DefaultSettings())
+		got, err := AffineDirection(testBackend, methodFGN, h, lt, w, bias, fgn.DefaultSettings())
 		if err != nil {
 			t.Errorf("labels %T: %v", labels, err)
 			continue
@@ -96,14 +97,24 @@ func TestAffineDirectionLabelTypes(t *testing.T) {
 	}
 }
 
+// The methods AffineDirection computes.
+var (
+	methodFGN           = fgn.Method{Curvature: fgn.FGNCurvature, RowOperator: fgn.ClosedFormGram}
+	methodFGNMatrixFree = fgn.Method{Curvature: fgn.FGNCurvature, RowOperator: fgn.MatrixFree}
+	methodFGNAutodiff   = fgn.Method{Curvature: fgn.FGNCurvature, RowOperator: fgn.MatrixFree, Linearization: fgn.Autodiff}
+	methodSGN           = fgn.Method{Curvature: fgn.SGNCurvature}
+	allMethods          = []fgn.Method{methodFGN, methodFGNMatrixFree, methodFGNAutodiff, methodSGN}
+)
+
 // TestAffineDirectionMethods checks the host API against the graph functions: all FGN variants
-// agree, and every method returns a descent direction.
+// agree, every method returns a descent direction (against the gradient of LossGradient), and a
+// method outside the affine head's vocabulary is an error naming it.
 func TestAffineDirectionMethods(t *testing.T) {
 	p := newProblem(17, 8, 5, 4, 0.5)
 	h, labels, w, bias := tensors.FromValue(f32(p.h)), tensors.FromValue(p.labels),
 		tensors.FromValue(f32(p.w)), tensors.FromValue(f32([][]float64{p.bias})[0])
-	results := map[Method]*AffineResult{}
-	for _, m := range []Method{MethodFGN, MethodFGNMatrixFree, MethodFGNAutodiff, MethodSGN, MethodGradient} {
+	results := map[fgn.Method]*AffineResult{}
+	for _, m := range allMethods {
 		r, err := AffineDirection(testBackend, m, h, labels, w, bias, fgn.DefaultSettings())
 		if err != nil {
 			t.Fatalf("%s: %v", m, err)
@@ -111,10 +122,14 @@ func TestAffineDirectionMethods(t *testing.T) {
 		results[m] = r
 	}
 	flatDir := func(r *AffineResult) []float64 { return append(flat64(r.DW), flat64(r.DBias)...) }
-	for _, m := range []Method{MethodFGNMatrixFree, MethodFGNAutodiff} {
-		check(t, m.String()+" vs "+MethodFGN.String()+" (float32)", ref.RelErr(flatDir(results[m]), flatDir(results[MethodFGN])), 1e-5)
+	for _, m := range []fgn.Method{methodFGNMatrixFree, methodFGNAutodiff} {
+		check(t, m.String()+" vs "+methodFGN.String()+" (float32)", ref.RelErr(flatDir(results[m]), flatDir(results[methodFGN])), 1e-5)
 	}
-	negGrad := flatDir(results[MethodGradient])
+	grad := run(t, func(in []*Node) []*Node { _, g := LossGradient(head(in), in[1]); return g }, p.inputs()...)
+	negGrad := append(grad[0], grad[1]...)
+	for k := range negGrad {
+		negGrad[k] = -negGrad[k]
+	}
 	for m, r := range results {
 		if dot(flatDir(r), negGrad) <= 0 {
 			t.Errorf("%s direction is not a descent direction", m)
@@ -123,25 +138,37 @@ func TestAffineDirectionMethods(t *testing.T) {
 			t.Errorf("%s: loss %g", m, r.Loss)
 		}
 	}
+	for _, tc := range []struct {
+		m    fgn.Method
+		want string
+	}{
+		{fgn.Method{Curvature: "adam"}, `unknown curvature "adam"`},
+		{fgn.Method{Curvature: fgn.SGNCurvature, RowOperator: fgn.MatrixFree}, "SGN has no row operator"},
+		{fgn.Method{Curvature: fgn.FGNCurvature, RowOperator: "dense"}, `unknown row operator "dense"`},
+		{fgn.Method{Curvature: fgn.FGNCurvature, Linearization: fgn.Recorded}, `got "recorded"`},
+	} {
+		if _, err := AffineDirection(testBackend, tc.m, h, labels, w, bias, fgn.DefaultSettings()); err == nil ||
+			!strings.Contains(err.Error(), tc.want) {
+			t.Errorf("method %+v: got error %v, want one containing %q", tc.m, err, tc.want)
+		}
+	}
 }
 
 // TestAffineDirectionOverflow checks that finite inputs whose direction overflows the dtype give
 // an error naming the overflow, for every method in float32 and float64: features so large that
 // ‖h_i‖² overflows (with W = 0, ordinary logits, and with random W, saturated logits) or only
-// ‖h_i‖⁴ does (SGN's CG products), logits that overflow, and bλ beyond the dtype's range. Methods that do not overflow on such input (the
-// gradient, which holds no square of the features) and ordinary and moderately large features
-// (no false positive) must return a finite direction and no error.
+// ‖h_i‖⁴ does (SGN's CG products), logits that overflow, and bλ beyond the dtype's range. Ordinary
+// and moderately large features (no false positive) must return a finite direction and no error.
 func TestAffineDirectionOverflow(t *testing.T) {
 	const features, logits = "features too large: ‖h_i‖² overflows", "logits too large"
 	const sgnProducts = "features too large: the SGN direction overflows"
-	all := []Method{MethodFGN, MethodFGNMatrixFree, MethodFGNAutodiff, MethodSGN, MethodGradient}
-	curvature := all[:4]
+	all := allMethods
 	for _, tc := range []struct {
 		name           string
 		dtype          dtypes.DType
 		hScale, wScale float64
 		damping        float64
-		fail           []Method // methods that must fail with want; the others must succeed
+		fail           []fgn.Method // methods that must fail with want; the others must succeed
 		want           string
 	}{
 		{"ordinary", dtypes.Float32, 1, 1, 1, nil, ""},
@@ -149,12 +176,12 @@ func TestAffineDirectionOverflow(t *testing.T) {
 		{"large features", dtypes.Float32, 1e4, 0, 1, nil, ""},
 		{"large features", dtypes.Float64, 1e50, 0, 1, nil, ""},
 		// ‖h_i‖² fits, ‖h_i‖⁴ does not: SGN's CG products overflow.
-		{"very large features, W = 0", dtypes.Float32, 1e10, 0, 1, []Method{MethodSGN}, sgnProducts},
-		{"very large features, W = 0", dtypes.Float64, 1e80, 0, 1, []Method{MethodSGN}, sgnProducts},
-		{"huge features, W = 0", dtypes.Float32, 1e20, 0, 1, curvature, features},
-		{"huge features, W = 0", dtypes.Float64, 1e160, 0, 1, curvature, features},
-		{"huge features", dtypes.Float32, 1e30, 1, 1, curvature, features},
-		{"huge features", dtypes.Float64, 1e200, 1, 1, curvature, features},
+		{"very large features, W = 0", dtypes.Float32, 1e10, 0, 1, []fgn.Method{methodSGN}, sgnProducts},
+		{"very large features, W = 0", dtypes.Float64, 1e80, 0, 1, []fgn.Method{methodSGN}, sgnProducts},
+		{"huge features, W = 0", dtypes.Float32, 1e20, 0, 1, all, features},
+		{"huge features, W = 0", dtypes.Float64, 1e160, 0, 1, all, features},
+		{"huge features", dtypes.Float32, 1e30, 1, 1, all, features},
+		{"huge features", dtypes.Float64, 1e200, 1, 1, all, features},
 		{"huge W", dtypes.Float32, 1, 1e38, 1, all, logits},
 		{"huge W", dtypes.Float64, 10, 1e307, 1, all, logits},
 		{"huge damping", dtypes.Float32, 1, 1, 1e38, all, "damping too large: bλ = 16·1e+38 overflows Float32"},
@@ -245,7 +272,7 @@ func TestAffineDirectionSaturated(t *testing.T) {
 				h, w, bias = tensors.FromValue(f32(p.h)), tensors.FromValue(f32(p.w)), tensors.FromValue(f32([][]float64{p.bias})[0])
 				tol = 1e-4
 			}
-			for _, m := range []Method{MethodFGN, MethodFGNMatrixFree, MethodFGNAutodiff, MethodSGN} {
+			for _, m := range allMethods {
 				t.Run(fmt.Sprintf("×%g/%s/%s", scale, dtype, m), func(t *testing.T) {
 					r, err := AffineDirection(testBackend, m, h, tensors.FromValue(p.labels), w, bias, cfg)
 					if err != nil {

@@ -59,7 +59,7 @@ func TestRowSpace(t *testing.T) {
 			cols[i] = ExpandAxes(op(e), -1)
 		}
 		cfg := fgn.Settings{Damping: lambda, CG: fgn.CGSettings{MaxIterations: 50, Tolerance: 1e-14}}
-		dir := fgn.FGNDirection(h, in[1], nil, cfg)
+		dir := fgn.FGN().WithSettings(cfg).Direction(h, in[1], nil)
 		return []*Node{k, Concatenate(cols, 1), RowRHS(m), dir.Solution[0], m.PDagger, m.Q}
 	}, p.inputs()...)
 	check(t, "AffineRowGram vs columns of FGNRowOperator", ref.RelErr(out[0], out[1]), 1e-13)

@@ -14,17 +14,18 @@
 //
 // # The paper, file by file
 //
-//   - rowspace.go, section 4: FGN's direction, one whitened row-space solve for both row
-//     operators, with CG's stopping rule (CGSettings.StoppingRule), and GramLinearization, through
-//     which a model supplies its margin Gram in closed form.
+//   - rowspace.go, section 4: GNConfig.Direction, the direction of FGN or SGN on its own, and
+//     FGN's, one whitened row-space solve for both row operators, with CG's stopping rule
+//     (CGSettings.StoppingRule), and GramLinearization, through which a model supplies its margin
+//     Gram in closed form.
 //   - affine.go, appendix F.2: AffineHead and its closed-form Gram; linearize.go: Linearization,
 //     the interfaces a linearisation may add (LogitsEvaluator, LinearInParams, WhileSafe) and
 //     Linearize, the linearisation of any model by package jvp (forward-mode differentiation of
 //     GoMLX graphs); affinedetect.go: the affine head the optimizers recognise with
 //     jvp.MatchAffine.
 //   - sgn.go: the SGN baseline's direction.
-//   - direction.go: Direction, the step and its diagnostics, and GNConfig.Direction, the direction
-//     of FGN or SGN on its own. method.go: Method, the names of the methods and their choices.
+//   - direction.go: Direction, the step and its diagnostics. method.go: Method, the names of the
+//     methods and their choices.
 //   - settings.go: Settings, the one settings type, with the library's defaults (DefaultSettings)
 //     and Algorithm 1's (PaperSettings).
 //   - damping.go: damping policies, ConstantDamping (the paper's) and LevenbergMarquardt.

@@ -4,9 +4,9 @@ import "strings"
 
 // Method names a damped Gauss-Newton method by the three independent choices that name methods
 // everywhere in this repository (flags, CSV headers, legends): the curvature, FGN's row operator
-// and the linearisation of the logits. Each field holds one of the names of the const block below;
-// String gives the method's label, e.g. "FGN (closed-form Gram)", "FGN (matrix-free, autodiff)"
-// or "SGN".
+// and the linearisation of the logits. Each field holds one of the names FGNCurvature to Recorded
+// (the const block of choice names); String gives the method's label, e.g.
+// "FGN (closed-form Gram)", "FGN (matrix-free, autodiff)" or "SGN".
 //
 // The optimizer builder chooses the curvature (FGN or SGN), Settings.RowOperator the row
 // operator, and the optimizers find the linearisation (see Optimizer); Direction.Method reports

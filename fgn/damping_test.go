@@ -256,7 +256,8 @@ func TestLMAdapts(t *testing.T) {
 }
 
 // TestConstantDampingUnchanged checks that the paper's policy, ConstantDamping, takes the step
-// w + α d of the public direction functions bit for bit and adds no state variable.
+// w + α d of the public direction functions bit for bit (FGN at its full step length,
+// GGNStepLength off, as the paper's) and adds no state variable.
 func TestConstantDampingUnchanged(t *testing.T) {
 	const alpha, lambda = 0.4, 0.6
 	p := newProblem(43, 8, 5, 4, 3, 1)
@@ -269,8 +270,8 @@ func TestConstantDampingUnchanged(t *testing.T) {
 		mlp  bool
 		dir  func(lin Linearization, labels *Node, cfg Settings) *Direction
 	}{
-		{"FGN affine closed form", FGN().DampingPolicy(ConstantDamping{}), false, fgnCold},
-		{"FGN mlp", FGN().DampingPolicy(ConstantDamping{}), true, fgnCold},
+		{"FGN affine closed form", FGN().DampingPolicy(ConstantDamping{}).GGNStepLength(false), false, fgnCold},
+		{"FGN mlp", FGN().DampingPolicy(ConstantDamping{}).GGNStepLength(false), true, fgnCold},
 		{"SGN mlp", SGN().DampingPolicy(ConstantDamping{}), true, func(lin Linearization, labels *Node, cfg Settings) *Direction {
 			return SGNDirection(lin, labels, nil, cfg)
 		}},

@@ -152,7 +152,8 @@ func TestOptimizerStepMatchesDense(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				m := newOptModel(p, tc.mlp, tc.generic)
 				before := m.flatParams()
-				opt := tc.opt.LearningRate(alpha).Damping(lambda).DampingPolicy(ConstantDamping{}).CGMaxIterations(60).CGTolerance(1e-14).CGStopAtNoise(false).Done()
+				opt := tc.opt.LearningRate(alpha).Damping(lambda).DampingPolicy(ConstantDamping{}).CGMaxIterations(60).CGTolerance(1e-14).CGStopAtNoise(false).
+					GGNStepLength(false).Done()
 				if trainer {
 					m.trainerStep(t, opt, p, 1)
 				} else {
@@ -179,7 +180,7 @@ func TestOptimizerStepMatchesDense(t *testing.T) {
 
 // TestWarmStart checks that SGN's warm start changes only CG's initial guess: the first step
 // (zero state) is bit-identical to a cold start; the state then holds the previous direction; the
-// next warm step equals SGNDirection started from that state; run to convergence, warm and cold
+// next warm step equals SGN().Direction started from that state; run to convergence, warm and cold
 // steps agree.
 func TestWarmStart(t *testing.T) {
 	p := newProblem(22, 5, 3, 4, 3, 1)
@@ -210,7 +211,7 @@ func TestWarmStart(t *testing.T) {
 	}
 	check(t, "warm-start state = previous direction", ref.RelErr(flatState, step1), 1e-13)
 
-	// A one-iteration warm step is SGNDirection started from the state.
+	// A one-iteration warm step is SGN().Direction started from the state.
 	oneIt := Settings{Damping: 1, CG: CGSettings{MaxIterations: 1, Tolerance: 1e-5}}
 	inputs := append([]any{p.h, p.labels}, state()...)
 	for _, v := range warm.vars {
@@ -226,7 +227,7 @@ func TestWarmStart(t *testing.T) {
 	for k := range moved {
 		moved[k] /= alpha
 	}
-	check(t, "1-iteration warm step vs SGNDirection from the state", ref.RelErr(moved, want), 1e-12)
+	check(t, "1-iteration warm step vs SGN().Direction from the state", ref.RelErr(moved, want), 1e-12)
 
 	// Run to convergence from the same point: the warm and cold steps agree.
 	a, b := newOptModel(p, true, false), newOptModel(p, true, false)

@@ -195,7 +195,7 @@ type linearMap struct {
 
 func newLinearMap(in []*Node, build func() []*Node) *linearMap {
 	m := &linearMap{}
-	m.err = exceptions.TryCatch[error](func() { m.sg = walk(relayout(build(), in), in) })
+	m.err = exceptions.TryCatch[error](func() { m.sg = walk(relayout(lowerConvolutions(build(), in), in), in) })
 	return m
 }
 

@@ -1,0 +1,312 @@
+package fgn
+
+import (
+	"slices"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/gobackend"
+	. "github.com/gomlx/gomlx/core/graph"
+)
+
+// LowerConvolutions returns outputs computed with every convolution they depend on (ConvGeneral,
+// what layers.Convolution and graph.Convolve build) as one matrix product of the input's patches
+// and the kernel (im2col), on the pure-Go backend, whose packed matrix kernel runs the product
+// many times faster than its direct convolution; on any other backend it returns outputs as they
+// are. A model opts in by returning LowerConvolutions(logits)[0]: the values are GoMLX's
+// convolutions' to rounding, GoMLX's reverse mode differentiates the lowered graph (slices,
+// concatenations and a product), and Linearize's products and LogitsAt follow it. The patches
+// take the kernel's spatial size times the input's memory. Linearize lowers the convolutions of
+// its own products whether or not the model opts in (lowerConvolutions).
+func LowerConvolutions(outputs ...*Node) []*Node {
+	return lower(outputs, nil, func(x *Node, spec []SliceAxisSpec, _ []PadAxis) *Node { return Slice(x, spec...) })
+}
+
+// lowerConvolutions is the pass of Linearize's products (linearMap) that computes every
+// ConvGeneral node between in and outs as one matrix product (see LowerConvolutions), on the
+// pure-Go backend. The products are never differentiated, so their slices of stride 1 are
+// computed as Pad nodes with negative paddings, which the pure-Go backend copies in contiguous
+// runs where it copies a Slice element by element (GoMLX's VJP of Pad takes only non-negative
+// paddings, so LowerConvolutions slices); the pass rewrites the products' other Slice nodes of
+// stride 1 so too, such as those of a lowered model's patches and GoMLX's VJP of Concatenate.
+// The nodes that depend on no input are kept, so what is invariant in a lowered convolution (the
+// patches of a primal activation, a kernel's layout) is formed once, outside every clone.
+func lowerConvolutions(outs, in []*Node) []*Node { return lower(outs, in, crop) }
+
+// crop returns x restricted to the ranges spec, by Pad with the non-positive paddings pads when
+// every stride is 1, else by Slice.
+func crop(x *Node, spec []SliceAxisSpec, pads []PadAxis) *Node {
+	if pads == nil {
+		return Slice(x, spec...)
+	}
+	return Pad(x, ScalarZero(x.Graph(), x.DType()), pads...)
+}
+
+// cropper restricts x to spec, given as well as the equivalent non-positive paddings when every
+// stride is 1 (nil otherwise).
+type cropper func(x *Node, spec []SliceAxisSpec, pads []PadAxis) *Node
+
+// lower returns outs rebuilt with every ConvGeneral node that depends on in (every one reached
+// from outs when in is nil) computed as a matrix product with its patches cut by cut, on the
+// pure-Go backend, and, when in is not nil, the Slice nodes of stride 1 that depend on in cut by
+// cut. A convolution with channel groups G and batch groups G_b (one of them 1),
+//
+//	y[n, o, p] = Σ_{j, c} x̂[g_b(o)·N' + n, g(o)·C' + c, p·s + j·δ] · k[c, o, j],
+//
+// where x̂ is the input dilated (zeros between its elements) and padded, p runs over the
+// output's spatial positions, j over the kernel's, s are the strides, δ the kernel dilations,
+// C' = C/G and N' = N/G_b, is the product of the patches P[n, p, (j, c)] = x̂[n, c, p·s + j·δ]
+// with the kernel laid out as K[(j, c), o], batched over the groups (convPatches, convAsDot).
+// Every rewrite is exact algebra (the sums run in another order, so values agree to rounding);
+// convolutions of other dtypes than float32 and float64 are kept.
+//
+// The pure-Go backend (compute v0.1.14) computes ConvGeneral directly, one output element at a
+// time, and DotGeneral on its packed SIMD matrix kernel; XLA lowers convolutions itself.
+func lower(outs, in []*Node, cut cropper) []*Node {
+	if len(outs) == 0 || outs[0].Graph().Backend().String() != gobackend.BackendName {
+		return outs
+	}
+	var dependent map[*Node]bool // nil: every node
+	if in != nil {
+		s := walk(outs, in)
+		dependent = make(map[*Node]bool, len(s.nodes))
+		for _, n := range s.nodes {
+			dependent[n] = true
+		}
+	}
+	value := make(map[*Node]*Node)
+	var rebuild func(n *Node) *Node
+	rebuild = func(n *Node) *Node {
+		if v, ok := value[n]; ok {
+			return v
+		}
+		value[n] = n
+		if dependent != nil && !dependent[n] {
+			return n
+		}
+		inputs := make([]*Node, len(n.Inputs()))
+		changed := false
+		for k, x := range n.Inputs() {
+			inputs[k] = rebuild(x)
+			changed = changed || inputs[k] != x
+		}
+		switch {
+		case n.Type() == NodeTypeConvGeneral && lowerable(n):
+			value[n] = convAsDot(inputs[0], inputs[1], readConv(n), cut)
+		case n.Type() == NodeTypeSlice && dependent != nil && unitStrides(n):
+			value[n] = cut(inputs[0], nil, cropPads(inputs[0].Shape().Dimensions,
+				toInts(intsOf(opParam(n, "starts"))), toInts(intsOf(opParam(n, "limits")))))
+		case changed:
+			value[n] = cloneNode(n, inputs)
+		}
+		return value[n]
+	}
+	rebuilt := make([]*Node, len(outs))
+	for k, out := range outs {
+		rebuilt[k] = rebuild(out)
+	}
+	return rebuilt
+}
+
+// unitStrides reports whether Slice node n has stride 1 on every axis.
+func unitStrides(n *Node) bool {
+	return !slices.ContainsFunc(intsOf(opParam(n, "strides")), func(s int64) bool { return s > 1 })
+}
+
+// cropPads returns the non-positive paddings that restrict an array of dimensions dims to
+// [starts[i], limits[i]) on each axis i.
+func cropPads(dims, starts, limits []int) []PadAxis {
+	pads := make([]PadAxis, len(dims))
+	for i := range dims {
+		pads[i] = PadAxis{Start: -starts[i], End: -(dims[i] - limits[i])}
+	}
+	return pads
+}
+
+// lowerable reports whether lowerConvolutions computes ConvGeneral node n as a product: its
+// dtype is float32 or float64 and at most one of its group counts exceeds 1.
+func lowerable(n *Node) bool {
+	dtype := n.DType()
+	c := readConv(n)
+	return (dtype == dtypes.Float32 || dtype == dtypes.Float64) && (c.channelGroups == 1 || c.batchGroups == 1)
+}
+
+// convParams are the static parameters of a ConvGeneral node, with the defaults filled in.
+type convParams struct {
+	axes                                     compute.ConvolveAxesConfig
+	strides, inputDilations, kernelDilations []int
+	paddings                                 [][2]int
+	channelGroups, batchGroups               int
+}
+
+// readConv reads the parameters of ConvGeneral node n (see opParam).
+func readConv(n *Node) convParams {
+	a := opParam(n, "axes")
+	axis := func(field string) int { return int(a.FieldByName(field).Int()) }
+	axes := func(field string) []int { return toInts(intsOf(a.FieldByName(field))) }
+	c := convParams{
+		axes: compute.ConvolveAxesConfig{
+			InputBatch: axis("InputBatch"), InputChannels: axis("InputChannels"), InputSpatial: axes("InputSpatial"),
+			KernelInputChannels: axis("KernelInputChannels"), KernelOutputChannels: axis("KernelOutputChannels"),
+			KernelSpatial: axes("KernelSpatial"),
+			OutputBatch:   axis("OutputBatch"), OutputChannels: axis("OutputChannels"), OutputSpatial: axes("OutputSpatial"),
+		},
+		channelGroups: max(1, int(opParam(n, "channelGroupCount").Int())),
+		batchGroups:   max(1, int(opParam(n, "batchGroupCount").Int())),
+	}
+	r := len(c.axes.InputSpatial)
+	orOnes := func(field string) []int {
+		v := toInts(intsOf(opParam(n, field)))
+		if len(v) == 0 {
+			v = make([]int, r)
+		}
+		for i := range v {
+			v[i] = max(v[i], 1)
+		}
+		return v
+	}
+	c.strides, c.inputDilations, c.kernelDilations = orOnes("strides"), orOnes("inputDilations"), orOnes("kernelDilations")
+	c.paddings = make([][2]int, r)
+	if p := opParam(n, "paddings"); p.Len() > 0 {
+		for i := range r {
+			c.paddings[i] = [2]int{int(p.Index(i).Index(0).Int()), int(p.Index(i).Index(1).Int())}
+		}
+	}
+	return c
+}
+
+// convAsDot returns the convolution of x with kernel k (parameters c) as the product of x's
+// patches with the kernel laid out as [(j, c), o], batched over the groups (see
+// lowerConvolutions).
+func convAsDot(x, k *Node, c convParams, cut cropper) *Node {
+	r := len(c.axes.InputSpatial)
+	kernelSpatial := make([]int, r)
+	for i, axis := range c.axes.KernelSpatial {
+		kernelSpatial[i] = k.Shape().Dim(axis)
+	}
+	patches, outSpatial := convPatches(x, kernelSpatial, c, cut)
+	kk := prod(kernelSpatial)
+	cIn, cOut := k.Shape().Dim(c.axes.KernelInputChannels), k.Shape().Dim(c.axes.KernelOutputChannels)
+	// The kernel as [j…, c, o], then [(j, c), o].
+	k = transposed(k, slices.Concat(c.axes.KernelSpatial, []int{c.axes.KernelInputChannels, c.axes.KernelOutputChannels}))
+	k = Reshape(k, kk*cIn, cOut)
+	n := patches.Shape().Dim(0)
+	spatial := slices.Concat([]int{n}, outSpatial) // patches: [n, p…, (j, c)]
+	var y *Node                                    // [n', p…, o]
+	switch {
+	case c.channelGroups > 1:
+		g := c.channelGroups
+		// patches [n, p…, j, g, c'] · kernel [j, c', g, o'] over (j, c'), batched over g.
+		lhs := Reshape(patches, slices.Concat(spatial, []int{kk, g, cIn})...)
+		rhs := Reshape(k, kk, cIn, g, cOut/g)
+		y = Dot(lhs, rhs).General([]int{r + 1, r + 3}, []int{r + 2}, []int{0, 1}, []int{2}) // [g, n, p…, o']
+		y = TransposeAllAxes(y, slices.Concat(axisRange(1, r+1), []int{0, r + 2})...)
+		y = Reshape(y, slices.Concat(spatial, []int{cOut})...)
+	case c.batchGroups > 1:
+		g := c.batchGroups
+		// patches [g, n', p…, (j, c)] · kernel [(j, c), g, o'] over (j, c), batched over g.
+		lhs := Reshape(patches, slices.Concat([]int{g, n / g}, outSpatial, []int{kk * cIn})...)
+		rhs := Reshape(k, kk*cIn, g, cOut/g)
+		y = Dot(lhs, rhs).General([]int{r + 2}, []int{0}, []int{0}, []int{1}) // [g, n', p…, o']
+		y = TransposeAllAxes(y, slices.Concat(axisRange(1, r+1), []int{0, r + 2})...)
+		y = Reshape(y, slices.Concat([]int{n / g}, outSpatial, []int{cOut})...)
+	default:
+		y = Dot(patches, k).General([]int{r + 1}, nil, []int{0}, nil)
+	}
+	// From [batch, spatial…, channels] to the output's axes.
+	perm := make([]int, r+2)
+	perm[c.axes.OutputBatch], perm[c.axes.OutputChannels] = 0, r+1
+	for i, axis := range c.axes.OutputSpatial {
+		perm[axis] = i + 1
+	}
+	return transposed(y, perm)
+}
+
+// transposed returns x with its axes permuted by perm (axis k of the result is axis perm[k] of
+// x), x itself for the identity.
+func transposed(x *Node, perm []int) *Node {
+	if slices.Equal(perm, axisRange(0, x.Rank())) {
+		return x
+	}
+	return TransposeAllAxes(x, perm...)
+}
+
+// convPatches returns the patches of the convolution's input x, [n, p…, (j, c)] with the
+// kernel's spatial positions j (of sizes kernelSpatial) major and the channels c minor, and the
+// output's spatial dimensions p. x is laid out as [n, spatial…, c], dilated and padded by the
+// non-negative paddings (Pad, whose VJP GoMLX builds for those alone), and cut (a negative
+// padding moves the cuts) once per kernel position (x̂ at j·δ + p·s over p) or once per output
+// position (x̂ at p·s + j·δ over j), whichever are fewer, so that the convolutions of reverse
+// mode whose kernel is an activation (GoMLX's VJP with respect to a kernel) are gathered in as
+// few pieces as forward ones; the pieces are concatenated.
+func convPatches(x *Node, kernelSpatial []int, c convParams, cut cropper) (*Node, []int) {
+	r := len(c.axes.InputSpatial)
+	x = transposed(x, slices.Concat([]int{c.axes.InputBatch}, c.axes.InputSpatial, []int{c.axes.InputChannels}))
+	n, ch := x.Shape().Dim(0), x.Shape().Dim(r+1)
+	pads := make([]PadAxis, r+2)
+	outSpatial := make([]int, r)
+	begin := make([]int, r) // where x̂ begins in x padded by the non-negative paddings
+	for i := range r {
+		dilated := (x.Shape().Dim(i+1)-1)*c.inputDilations[i] + 1
+		span := (kernelSpatial[i]-1)*c.kernelDilations[i] + 1
+		lo, hi := c.paddings[i][0], c.paddings[i][1]
+		outSpatial[i] = (dilated+lo+hi-span)/c.strides[i] + 1
+		pads[i+1] = PadAxis{Start: max(lo, 0), End: max(hi, 0), Interior: c.inputDilations[i] - 1}
+		begin[i] = max(-lo, 0)
+	}
+	if slices.ContainsFunc(pads, func(p PadAxis) bool { return p != PadAxis{} }) {
+		x = Pad(x, ScalarZero(x.Graph(), x.DType()), pads...)
+	}
+	// The pieces: count positions of step t each, starting at offset·(index of the piece).
+	perKernelPosition := prod(kernelSpatial) <= prod(outSpatial)
+	pieceDims, pieceCount, step, offset := outSpatial, kernelSpatial, c.strides, c.kernelDilations
+	if !perKernelPosition {
+		pieceDims, pieceCount, step, offset = kernelSpatial, outSpatial, c.kernelDilations, c.strides
+	}
+	unit := !slices.ContainsFunc(step, func(t int) bool { return t > 1 })
+	var pieces []*Node
+	for k := range prod(pieceCount) {
+		spec := []SliceAxisSpec{AxisRange()}
+		starts, limits := make([]int, r+2), slices.Clone(x.Shape().Dimensions)
+		for i, ki := range unravel(k, pieceCount) {
+			starts[i+1] = begin[i] + ki*offset[i]
+			limits[i+1] = starts[i+1] + (pieceDims[i]-1)*step[i] + 1
+			spec = append(spec, AxisRange(starts[i+1], limits[i+1]).Stride(step[i]))
+		}
+		var pads []PadAxis
+		if unit {
+			pads = cropPads(x.Shape().Dimensions, starts, limits)
+		}
+		piece := cut(x, append(spec, AxisRange()), pads)
+		if !perKernelPosition {
+			piece = Reshape(piece, n, 1, prod(kernelSpatial)*ch)
+		}
+		pieces = append(pieces, piece)
+	}
+	if perKernelPosition {
+		if len(pieces) == 1 {
+			return pieces[0], outSpatial
+		}
+		return Concatenate(pieces, r+1), outSpatial
+	}
+	return Reshape(Concatenate(pieces, 1), slices.Concat([]int{n}, outSpatial, []int{prod(kernelSpatial) * ch})...), outSpatial
+}
+
+// unravel returns the multi-index of flat index k in an array of dimensions dims (row-major).
+func unravel(k int, dims []int) []int {
+	idx := make([]int, len(dims))
+	for i := len(dims) - 1; i >= 0; i-- {
+		idx[i] = k % dims[i]
+		k /= dims[i]
+	}
+	return idx
+}
+
+// prod returns the product of dims (1 for none).
+func prod(dims []int) int {
+	p := 1
+	for _, d := range dims {
+		p *= d
+	}
+	return p
+}

@@ -119,8 +119,8 @@ func linearInParams(lin Linearization) bool {
 // per step, whatever the number of products.
 //
 // The linearisation is a LogitsEvaluator: LogitsAt(w') clones the walk from params to logits with
-// w' substituted for params, so adaptive damping evaluates the loss at a trial point on any
-// model.
+// w' substituted for params, its convolutions lowered as the products' are (lowerConvolutions),
+// so adaptive damping evaluates the loss at a trial point on any model.
 func Linearize(logits *Node, params Vec) LogitsEvaluator {
 	if logits.Rank() != 2 {
 		exceptions.Panicf("fgn.Linearize: logits must be b×C, got %s", logits.Shape())
@@ -172,7 +172,7 @@ func (l *autodiffLinearization) JVP(v Vec) *Node {
 }
 
 func (l *autodiffLinearization) LogitsAt(params Vec) *Node {
-	return l.walk.clone(params)[0]
+	return lowerConvolutions(l.walk.clone(params), params)[0]
 }
 
 // WhileSafe reports whether both products may be cloned inside a While body: they can be built

@@ -42,9 +42,10 @@ const benchBatch = 128
 // backend (run it in the SIMD build: GOEXPERIMENT=simd go test -run '^$' -bench ModelZoo
 // ./experiments/zoo). The paper's cost accounting (sec. 4.3, appendix "Cost accounting"): a step
 // of FGN or SGN is the logits, N_CG·(JVP + VJP) and one VJP, plus what the stopping rule and the
-// damping policy add; BenchmarkZooProducts times those products. It reports ms/step, MiB
-// allocated per step, and the live and sampled heap peaks above the heap before the benchmark
-// built anything, measured as BenchmarkStep (experiments/train) measures them (memprobe).
+// damping policy add; BenchmarkZooProducts times those products. It reports ms/step, the CPU
+// time of all threads per step, MiB allocated per step, and the live and sampled heap peaks above
+// the heap before the benchmark built anything, sampled over untimed steps as BenchmarkStep
+// (experiments/train) samples them (memprobe).
 func BenchmarkModelZoo(b *testing.B) {
 	be := testBackend
 	x, y := benchData(b)
@@ -64,10 +65,8 @@ func BenchmarkModelZoo(b *testing.B) {
 				if err := step(); err != nil { // compiles the step
 					b.Fatal(err)
 				}
-				runtime.GC()
 				var before, after runtime.MemStats
 				runtime.ReadMemStats(&before)
-				sampler := memprobe.StartPeak()
 				b.ResetTimer()
 				cpu0 := cpuTime()
 				for range b.N {
@@ -77,8 +76,11 @@ func BenchmarkModelZoo(b *testing.B) {
 				}
 				b.StopTimer()
 				b.ReportMetric(msPer(cpuTime()-cpu0, b.N), "cpu-ms/step")
-				heapPeak := sampler.Stop()
 				runtime.ReadMemStats(&after)
+				heapPeak, err := memprobe.HeapPeak(3, step)
+				if err != nil {
+					b.Fatal(err)
+				}
 				livePeak, err := memprobe.LivePeak(3, step)
 				if err != nil {
 					b.Fatal(err)

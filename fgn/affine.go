@@ -70,6 +70,10 @@ func newDenseHead(h, w, bias *Node, layout compute.DenseLayout, logits *Node) *A
 		exceptions.Panicf("fgn.NewDenseHead: need h (b×d), W (%s) and bias (C, or nil); got %s, %s (%s), %v",
 			map[int]string{0: "d×C", 1: "C×d"}[in], h.Shape(), w.Shape(), layout, biasShape(bias))
 	}
+	if h.Shape().Dim(1) == 0 {
+		exceptions.Panicf("fgn.NewDenseHead: the features have no columns (h is %s, d = 0): an affine head needs "+
+			"at least one feature", h.Shape())
+	}
 	a := &AffineHead{H: h, W: w, Bias: bias, Layout: layout}
 	if layout == compute.DenseLayoutInputOutputs {
 		a.HT = Transpose(h, 0, 1)
@@ -137,6 +141,17 @@ func (a *AffineHead) JVP(v Vec) *Node {
 // computed from a.H. It costs one b×b×C product, where the matrix-free row operator pays two
 // b×d×C products per CG iteration.
 func (a *AffineHead) MarginGram(gradS *Node) *Node {
+	return a.marginGram(gradS, nil)
+}
+
+// marginGram returns the margin Gram J M⁻¹ Jᵀ with the weights invM = (1/m_W, 1/m_bias) of W and
+// the bias (nil for an unweighted parameter, or for none: MarginGram), which a regularised step
+// damps apart (see fgnDirection):
+//
+//	G_ij = (h_i·h_j/m_W + 1/m_bias)(a_i·a_j) = (F_ij/m_W + 1/m_bias − 1/m_W)(a_i·a_j),
+//
+// F = h hᵀ + 1 the feature Gram (h hᵀ and G_ij = F_ij(a_i·a_j)/m_W for a head without bias).
+func (a *AffineHead) marginGram(gradS *Node, invM Vec) *Node {
 	featureGram := a.FeatureGram
 	switch {
 	case featureGram != nil:
@@ -145,7 +160,35 @@ func (a *AffineHead) MarginGram(gradS *Node) *Node {
 	default:
 		featureGram = FeatureGram(a.H)
 	}
+	if invM != nil {
+		g, dtype := featureGram.Graph(), featureGram.DType()
+		weight := func(k int) *Node {
+			if invM[k] == nil {
+				return ScalarOne(g, dtype)
+			}
+			return ConvertDType(invM[k], dtype)
+		}
+		if invM[0] != nil {
+			featureGram = Mul(featureGram, weight(0))
+		}
+		if a.Bias != nil && (invM[0] != nil || invM[1] != nil) {
+			featureGram = Add(featureGram, Sub(weight(1), weight(0)))
+		}
+	}
 	return affineMarginGram(featureGram, gradS)
+}
+
+// gramCheaper reports whether forming the head's margin Gram in closed form and iterating on it
+// costs fewer multiply-adds than maxIter matrix-free CG iterations (the cost model of
+// CheaperRowOperator): b²(d + C) + (maxIter + 2)·b² against 2·maxIter·b·d·C, without b²d when
+// the feature Gram is given.
+func (a *AffineHead) gramCheaper(maxIter int) bool {
+	b, d, c, n := float64(a.H.Shape().Dim(0)), float64(a.H.Shape().Dim(1)), float64(a.logits.Shape().Dim(1)), float64(maxIter)
+	gram := b * b * (c + n + 2)
+	if a.FeatureGram == nil {
+		gram += b * b * d
+	}
+	return gram < 2*n*b*d*c
 }
 
 // FeatureGram returns h hᵀ + 1 (b×b) for features h (b×d): the Gram matrix of the affine-head

@@ -13,11 +13,15 @@ import (
 // test compared with the tolerance (scalar), 0 when the reference norm is 0 and NaN when the
 // right-hand side or the final residual is not finite or CG stopped because a step overflowed the
 // dtype. For a factored system, LX is L x, formed from the products CG made.
+//
+// With a gradient start (cgSystem.gradientStart) that CG took, FromGradientStart holds: the
+// solution is then x₀ + X with x₀ = rhs/σ, which CG does not form, and LX = L(x₀ + X).
 type cgResult struct {
-	X          Vec
-	Iterations *Node
-	Residual   *Node
-	LX         Vec
+	X                 Vec
+	Iterations        *Node
+	Residual          *Node
+	LX                Vec
+	FromGradientStart *Node // boolean scalar; nil for a system without a gradient start
 }
 
 // cgSystem is the damped system (C + σI) x = rhs that solveCG solves, with C symmetric positive
@@ -30,9 +34,21 @@ type cgSystem struct {
 	shift            *Node         // σ (scalar); nil for σ = 0
 	rhs, x0          Vec
 	// With curvatureNorm the stopping test is on the C-seminorm of the residual e,
-	// ‖e‖_C² = eᵀC e ≤ Tolerance²·refNorm2, instead of on its Euclidean norm relative to ‖rhs‖.
+	// ‖e‖_C² = eᵀC e ≤ Tolerance²·refNorm2, instead of on its Euclidean norm, ‖e‖² ≤
+	// Tolerance²·refNorm2 with refNorm2 = ‖rhs‖² when nil.
 	curvatureNorm bool
 	refNorm2      *Node
+	// gradientStart (a boolean scalar; nil for never) makes CG, when it holds, ignore x0 and
+	// start from the damped gradient step x₀ = rhs/σ (σ > 0) instead of zero: its first iteration
+	// forms C rhs, from the product of rhs it makes anyway, and restarts as CG from zero on
+	//
+	//	(C + σI) w = rhs − (C + σI) x₀ = −C rhs/σ,      x = x₀ + w.
+	//
+	// The restart's residual is formed from C rhs alone, so rhs may be too large for its square, or
+	// for σ x₀ − rhs, to be formed accurately; only C rhs (and L rhs) must be representable. The
+	// Krylov space is then x₀ + span{C rhs, C² rhs, …}: on a system whose large components C
+	// barely couples (FGN's saturated rows) x₀ solves them exactly and w is of ordinary size.
+	gradientStart *Node
 }
 
 // first returns the first factor of the product C v: L v for a factored system, C v otherwise.
@@ -43,12 +59,16 @@ func (sys cgSystem) first(v Vec) Vec {
 	return sys.curvature(v)
 }
 
-// damped returns (C + σI) v from first(v).
-func (sys cgSystem) damped(v, firstV Vec) Vec {
-	cv := firstV
+// product returns C v from first(v).
+func (sys cgSystem) product(firstV Vec) Vec {
 	if sys.factor != nil {
-		cv = sys.cofactor(firstV)
+		return sys.cofactor(firstV)
 	}
+	return firstV
+}
+
+// damped returns (C + σI) v from C v.
+func (sys cgSystem) damped(v, cv Vec) Vec {
 	if sys.shift == nil {
 		return cv
 	}
@@ -93,6 +113,9 @@ func solveCG(sys cgSystem, s CGSettings, inLoop bool) cgResult {
 	g := rhs[0].Graph()
 	dtype := rhs[0].DType()
 	x := sys.x0
+	if x != nil && sys.gradientStart != nil {
+		x = vecSelect(sys.gradientStart, vecZerosLike(x), x)
+	}
 	var r, lx Vec
 	if x == nil {
 		x = vecZerosLike(rhs)
@@ -102,18 +125,18 @@ func solveCG(sys cgSystem, s CGSettings, inLoop bool) cgResult {
 		}
 	} else {
 		fx := sys.first(x)
-		r = vecAxpy(rhs, Scalar(g, dtype, -1), sys.damped(x, fx))
+		r = vecAxpy(rhs, Scalar(g, dtype, -1), sys.damped(x, sys.product(fx)))
 		if sys.factor != nil {
 			lx = fx
 		}
 	}
 	ref := sys.refNorm2
-	if !sys.curvatureNorm {
+	if ref == nil {
 		ref = vecDot(rhs, rhs)
 	}
 	threshold := Mul(Scalar(g, dtype, s.Tolerance*s.Tolerance), ref)
 	rr := vecDot(r, r)
-	state := cgState{k: Const(g, int32(0)), x: x, r: r, p: r, rr: rr, res2: rr, lx: lx}
+	state := cgState{k: Const(g, int32(0)), x: x, r: r, p: r, rr: rr, res2: rr, lx: lx, start: sys.gradientStart}
 	if sys.curvatureNorm {
 		if sys.x0 == nil && sys.factor != nil {
 			state.fp = sys.factorRHS
@@ -140,16 +163,23 @@ func solveCG(sys cgSystem, s CGSettings, inLoop bool) cgResult {
 	res2 := state.res2
 	residual := Where(GreaterThan(ref, zero), Sqrt(Div(Max(res2, zero), ref)), zero)
 	residual = Where(LogicalAnd(IsFinite(ref), IsFinite(res2)), residual, Scalar(g, dtype, math.NaN()))
-	return cgResult{X: state.x, Iterations: state.k, Residual: residual, LX: state.lx}
+	result := cgResult{X: state.x, Iterations: state.k, Residual: residual, LX: state.lx}
+	if sys.gradientStart != nil {
+		// The gradient start is CG's first iteration, so it was taken iff an iteration was.
+		result.FromGradientStart = LogicalAnd(sys.gradientStart, GreaterThan(state.k, Const(g, int32(0))))
+	}
+	return result
 }
 
 // cgState is the loop state of CG: iteration count k, iterate x, residual r, direction p, ‖r‖²,
 // the tested squared residual norm res2 (‖r‖² or ‖r‖_C²), and stop, true once the iterate is
 // final. For the C-seminorm test fp is first(p) (C p, or L p for a factored system), formed by the
-// iteration that formed p; for a factored system lx is L x. Both are nil otherwise.
+// iteration that formed p; for a factored system lx is L x. Both are nil otherwise. For a system
+// with a gradient start, start holds until the first iteration, the restart, is taken (nil
+// otherwise).
 type cgState struct {
-	k, rr, res2, stop *Node
-	x, r, p, fp, lx   Vec
+	k, rr, res2, stop, start *Node
+	x, r, p, fp, lx          Vec
 }
 
 // flatten lists the state for a While loop, the iterate x last: a graph whose only outputs are
@@ -157,6 +187,9 @@ type cgState struct {
 // x the loop's last output it runs (see compat.go: compatWhileEarlyOutputs).
 func (st cgState) flatten() []*Node {
 	out := []*Node{st.k, st.rr, st.res2, st.stop}
+	if st.start != nil {
+		out = append(out, st.start)
+	}
 	for _, v := range []Vec{st.r, st.p, st.fp, st.lx, st.x} {
 		out = append(out, v...)
 	}
@@ -167,6 +200,9 @@ func (st cgState) flatten() []*Node {
 func (st cgState) unflatten(nodes []*Node) cgState {
 	out := cgState{k: nodes[0], rr: nodes[1], res2: nodes[2], stop: nodes[3]}
 	v := nodes[4:]
+	if st.start != nil {
+		out.start, v = v[0], v[1:]
+	}
 	take := func(n int) Vec {
 		if n == 0 {
 			return nil
@@ -195,6 +231,13 @@ func (st cgState) unflatten(nodes []*Node) cgState {
 //     a quantity of the step left the dtype's range. The residual is then recorded as +∞, so
 //     that solveCG reports NaN.
 //
+// The gradient start (st.start, first iteration only, p_0 = rhs) is the restart of
+// cgSystem.gradientStart instead: x and r stand for w = x − x₀ and its residual from then on,
+//
+//	x_1 = x_0 = 0,   r_1 = −C p_0/σ,   p_1 = r_1   (α_0 = β_0 = 0),   L x_1 = L p_0/σ,
+//
+// taken when r_1 is finite (else CG stops, as on overflow).
+//
 // A pass on a stopped state changes nothing: x_{k+1} = x_k + 0·p_k = x_k on a pass without a
 // step.
 func cgIteration(sys cgSystem, st cgState, maxIter, threshold *Node) cgState {
@@ -204,7 +247,8 @@ func cgIteration(sys cgSystem, st cgState, maxIter, threshold *Node) cgState {
 	if fp == nil {
 		fp = sys.first(st.p)
 	}
-	ap := sys.damped(st.p, fp)
+	cp := sys.product(fp)
+	ap := sys.damped(st.p, cp)
 	active := LogicalNot(st.stop)
 
 	pap := vecDot(st.p, ap)
@@ -217,16 +261,30 @@ func cgIteration(sys cgSystem, st cgState, maxIter, threshold *Node) cgState {
 	overflow := LogicalAnd(active, LogicalOr(LogicalNot(IsFinite(pap)),
 		LogicalAnd(LogicalAnd(positive, GreaterThan(st.rr, zero)), LogicalNot(IsFinite(beta)))))
 	step := Where(update, alpha, zero)
-	p := vecAxpy(r, beta, st.p)
-	next := cgState{
-		k:  Where(update, AddScalar(st.k, 1), st.k),
-		x:  vecAxpy(st.x, step, st.p),
-		r:  vecSelect(update, r, st.r),
-		p:  vecSelect(update, p, st.p),
-		rr: Where(update, rr, Where(overflow, inf, st.rr)),
+	lxStep := step // the coefficient of fp in L x_{k+1} = L x_k + lxStep·L p_k
+	var next cgState
+	if st.start != nil {
+		start := LogicalAnd(active, st.start)
+		invShift := Reciprocal(sys.shift)
+		restart := vecScale(Neg(invShift), cp) // −C p_0/σ
+		restartRR := vecDot(restart, restart)
+		r = vecSelect(start, restart, r)
+		rr = Where(start, restartRR, rr)
+		beta = Where(start, zero, beta)
+		update = Where(start, IsFinite(restartRR), update)
+		overflow = Where(start, LogicalNot(IsFinite(restartRR)), overflow)
+		step = Where(start, zero, step)
+		lxStep = Where(start, invShift, step)
+		next.start = LogicalAnd(st.start, st.stop)
 	}
+	p := vecAxpy(r, beta, st.p)
+	next.k = Where(update, AddScalar(st.k, 1), st.k)
+	next.x = vecAxpy(st.x, step, st.p)
+	next.r = vecSelect(update, r, st.r)
+	next.p = vecSelect(update, p, st.p)
+	next.rr = Where(update, rr, Where(overflow, inf, st.rr))
 	if st.lx != nil {
-		next.lx = vecAxpy(st.lx, step, fp)
+		next.lx = vecAxpy(st.lx, lxStep, fp)
 	}
 	res2 := rr
 	if st.fp != nil {

@@ -347,6 +347,95 @@ func TestCGFactored(t *testing.T) {
 	}
 }
 
+// TestCGGradientStart checks CG's gradient start (cgSystem.gradientStart) on C = Lᵀ L (L 5×4),
+// given factored and unfactored, unrolled and in a While loop, from zero and from a warm start
+// (which the start replaces): run to convergence, x₀ + X with x₀ = rhs/σ solves (C + σI) x = rhs
+// (against gonum) and LX = L(x₀ + X); the first iteration is the restart, so with a cap of one
+// iteration x = x₀ exactly (X = 0, LX = L rhs/σ); and a start that does not hold (false) gives
+// bit-identical results to a system without one.
+func TestCGGradientStart(t *testing.T) {
+	const n, m, sigma = 4, 5, 0.3
+	rng := rand.New(rand.NewPCG(9, 10))
+	l, rhs, warm := randVec(rng, m*n), randVec(rng, n), randVec(rng, n)
+	c := make([]float64, n*n) // Lᵀ L
+	for i := range n {
+		for j := range n {
+			for k := range m {
+				c[i*n+j] += l[k*n+i] * l[k*n+j]
+			}
+		}
+	}
+	want := denseSolve(t, c, n, sigma, rhs)
+	times := func(x []float64) []float64 { // L x
+		out := make([]float64, m)
+		for k := range m {
+			for i := range n {
+				out[k] += l[k*n+i] * x[i]
+			}
+		}
+		return out
+	}
+	for _, factored := range []bool{true, false} {
+		for _, inLoop := range []bool{false, true} {
+			for _, x0 := range []bool{false, true} {
+				t.Run(fmt.Sprintf("factored=%v/while=%v/warm=%v", factored, inLoop, x0), func(t *testing.T) {
+					out := run(t, func(in []*Node) []*Node {
+						g := in[0].Graph()
+						lm := Reshape(in[0], m, n)
+						solve := func(start *Node, maxIter int) cgResult {
+							sys := cgSystem{shift: Scalar(g, dtypes.Float64, sigma), rhs: Vec{in[1]}, gradientStart: start,
+								curvatureNorm: true, refNorm2: ReduceAllSum(Square(in[1]))}
+							factor := func(v Vec) Vec { return Vec{MatMul(lm, v[0])} }
+							cofactor := func(y Vec) Vec { return Vec{MatMul(Transpose(lm, 0, 1), y[0])} }
+							if factored {
+								sys.factor, sys.cofactor, sys.factorRHS = factor, cofactor, factor(sys.rhs)
+							} else {
+								sys.curvature = func(v Vec) Vec { return cofactor(factor(v)) }
+							}
+							if x0 {
+								sys.x0 = Vec{in[2]}
+							}
+							return solveCG(sys, CGSettings{MaxIterations: maxIter, Tolerance: 1e-14}, inLoop)
+						}
+						yes, no := Const(g, true), Const(g, false)
+						conv, one, off, none := solve(yes, 30), solve(yes, 1), solve(no, 30), solve(nil, 30)
+						outs := []*Node{conv.X[0], ConvertDType(conv.FromGradientStart, dtypes.Float64), one.X[0],
+							ConvertDType(one.FromGradientStart, dtypes.Float64), off.X[0], none.X[0], off.Residual, none.Residual}
+						if factored {
+							outs = append(outs, conv.LX[0], one.LX[0], off.LX[0], none.LX[0])
+						}
+						return outs
+					}, l, rhs, warm)
+					x0 := make([]float64, n)
+					for i := range x0 {
+						x0[i] = rhs[i] / sigma
+					}
+					x := make([]float64, n)
+					for i := range x {
+						x[i] = x0[i] + out[0][i]
+					}
+					check(t, "x₀ + X vs dense (C + σI)⁻¹ rhs", ref.RelErr(x, want), 1e-10)
+					if out[1][0] != 1 || out[3][0] != 1 {
+						t.Errorf("FromGradientStart = %v (converged), %v (one iteration), want true", out[1][0], out[3][0])
+					}
+					check(t, "X after one iteration (the restart)", ref.MaxAbs(out[2]), 0)
+					if !equalBits(out[4], out[5]) || !equalBits(out[6], out[7]) {
+						t.Errorf("a start that does not hold changed the solution: %v, residual %v; without one %v, %v",
+							out[4], out[6], out[5], out[7])
+					}
+					if factored {
+						check(t, "LX vs L(x₀ + X)", ref.RelErr(out[8], times(x)), 1e-12)
+						check(t, "LX after the restart vs L x₀", ref.RelErr(out[9], times(x0)), 1e-14)
+						if !equalBits(out[10], out[11]) {
+							t.Errorf("a start that does not hold changed LX: %v, without one %v", out[10], out[11])
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
 // counting is a linearisation, unrolled as opaque, that counts the products a direction builds.
 type counting struct {
 	opaque

@@ -155,8 +155,11 @@ func trialLogits(lin Linearization, zs *Node, updated Vec) *Node {
 //	gᵀs      = (1/b) Σ_i (p_i − y_i)ᵀ z_s,i,
 //	sᵀH_FGN s = (1/b) Σ_i q_i (∇_z s_iᵀ z_s,i)²                       (eq. 3.8, J s = rowsum(∇_z s ⊙ z_s)),
 //	sᵀH_GGN s = (1/b) Σ_i [p_iᵀ z_s,i² − (p_iᵀ z_s,i)²]              (eq. 3.1).
+//
+// With a regulariser R (reg, nil for none) the loss is L + R: the model adds ∇Rᵀs + ½ sᵀD s (D the
+// Hessian of R's L2 terms), the actual decrease R(w) − R(w + s), and the trial loss is L + R.
 func measureStep(lin Linearization, labels *Node, dir *Direction, alpha *Node, updated Vec,
-	fgnCurvature bool) (predicted, actual, trialLoss *Node) {
+	fgnCurvature bool, reg *regularisation) (predicted, actual, trialLoss *Node) {
 	z := lin.Logits()
 	m := NewMargin(z, labels)
 	zs := Mul(ConvertDType(alpha, z.DType()), lin.JVP(dir.D)) // J_z s
@@ -170,9 +173,14 @@ func measureStep(lin Linearization, labels *Node, dir *Direction, alpha *Node, u
 		pz := ReduceSum(Mul(probs, zs), -1)
 		curvature = ReduceAllMean(Sub(ReduceSum(Mul(probs, Square(zs)), -1), Square(pz)))
 	}
-	predicted = Neg(Add(slope, MulScalar(curvature, 0.5)))
+	loss := dir.Loss
 	trialLoss = ReduceAllMean(NewMargin(trialLogits(lin, zs, updated), labels).Loss)
-	return predicted, Sub(dir.Loss, trialLoss), trialLoss
+	predicted = Neg(Add(slope, MulScalar(curvature, 0.5)))
+	if reg != nil {
+		predicted = Sub(predicted, reg.model(subtract(updated, reg.params)))
+		loss, trialLoss = Add(loss, reg.loss), Add(trialLoss, reg.at(updated))
+	}
+	return predicted, Sub(loss, trialLoss), trialLoss
 }
 
 // gainRatio returns actual/predicted where predicted > 0, else NaN.
@@ -208,13 +216,13 @@ func (c Settings) scaledLambda(lambda *Node, g *Graph, dtype dtypes.DType, k flo
 // lambdaState is the adaptive policy's λ (nil for a constant λ). For an adaptive policy it
 // measures ρ and sets the next λ, kept when the step is not finite.
 func (o *gnOptimizer) stepDamping(lin Linearization, labels *Node, dir *Direction, alpha *Node, updated Vec,
-	lambdaState *Node) *StepDamping {
+	lambdaState *Node, reg *regularisation) *StepDamping {
 	dtype := dir.Loss.DType()
 	lambda := o.c.s.scaledLambda(lambdaState, dir.Loss.Graph(), dtype, 1)
 	if !o.c.damping.Adaptive() {
 		return &StepDamping{Used: lambda, Next: lambda, Accepted: dir.Finite}
 	}
-	predicted, actual, trialLoss := measureStep(lin, labels, dir, alpha, updated, o.c.fgn)
+	predicted, actual, trialLoss := measureStep(lin, labels, dir, alpha, updated, o.c.fgn, reg)
 	rho := gainRatio(predicted, actual)
 	decreased := GreaterOrEqual(actual, ZerosLike(actual))
 	return &StepDamping{

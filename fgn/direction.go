@@ -12,16 +12,21 @@ type Direction struct {
 	D Vec
 	// Loss is the mean cross-entropy of the batch (scalar).
 	Loss *Node
-	// Iterations is the number of CG iterations used (int32 scalar).
+	// Iterations is the number of CG iterations used (int32 scalar), FGN's gradient start on a
+	// batch with saturated rows included (see FGNDirection).
 	Iterations *Node
 	// Residual is the relative residual that CG's stopping rule compared with the tolerance, for
 	// the returned direction: ‖(H + λI) d + g‖/‖g‖ for SGN and for FGN with
 	// StopParameterResidual, ‖e‖/‖r̃‖ in FGN's whitened row space with StopWhitenedRowResidual.
+	// On a regularised loss (see Optimizer) g and H include the regulariser's gradient and L2
+	// Hessian D, and FGN measures the parameter residual in the norm ‖x‖² = Σ_k ‖x_k‖²/m_k,
+	// m_k = 1 + D_k/λ, relative to its value at d₀ = −(λI + D)⁻¹∇R, where its row solve starts.
 	Residual *Node
 	// MeanPDagger and MeanXi are the batch means of p_† and ξ (scalars).
 	MeanPDagger, MeanXi *Node
 	// Solution is the CG solution, the state a warm start carries to the next step: the row-space
-	// vector u (b) for FGN, the direction itself for SGN.
+	// vector u (b) for FGN (w = u − r̃/(bλ) on a batch with saturated rows, see FGNDirection), the
+	// direction itself for SGN.
 	Solution Vec
 	// Finite is true (boolean scalar) when the loss, the CG residual and every entry of D are
 	// finite (and D's entries do not sum beyond the dtype's range). A NaN or ±Inf in the batch
@@ -37,7 +42,8 @@ type Direction struct {
 	Linearization LinearizationKind
 
 	// rowRHS is, for FGN, the right-hand side of the whitened row system that Solution
-	// approximately solves: r̃ = Q'^{-1/2} r (eq. 4.6, q'_i = max(q_i, q_min)); nil for SGN.
+	// approximately solves: r̃ = Q'^{-1/2} r (eq. 4.6, √q'_i = max(√q_i, ν), see FGNDirection); nil
+	// for SGN.
 	rowRHS *Node
 }
 

@@ -7,7 +7,8 @@
 //
 // A method is an assembly of three independent choices, named the same way everywhere in this
 // repository: the curvature (FGN, or SGN, the full softmax GGN baseline), FGN's row operator
-// (ClosedFormGram or MatrixFree) and the linearisation (a closed form such as AffineHead, or
+// (ClosedFormGram or MatrixFree; by default, CheaperRowOperator takes the one that costs less for
+// the step's shapes) and the linearisation (a closed form such as AffineHead, or
 // autodiff with Linearize); for example "FGN (closed-form Gram)", "FGN (matrix-free)" and
 // "FGN (matrix-free, autodiff)".
 //
@@ -33,9 +34,12 @@
 //   - damping.go: damping policies, ConstantDamping (the paper's) and LevenbergMarquardt.
 //   - optimizer.go, loss.go: FGN and SGN as GoMLX optimizers (optimizer.Interface), with Loss as
 //     the trainer's loss; state lives in variables, so checkpoints restore it.
-//   - params.go: the hyper-parameters read from the model scope (Param*, GNConfig.FromScope);
-//     importing the package registers "fgn" and "sgn" in GoMLX's optimizer.KnownOptimizers, so
-//     optimizer.FromScope selects them.
+//     regularisation.go: the terms of GoMLX's L2 and L1 regularisers that the loss may add, which
+//     the step takes with their exact gradient and the L2 terms' Hessian (see Optimizer).
+//   - params.go: the hyper-parameters read from the model scope (Param*, GNConfig.FromScope), which
+//     DeclareParams declares for GoMLX's -set flag; the step size is fgn_learning_rate, never
+//     GoMLX's learning_rate (Adam's scale). Importing the package registers "fgn" and "sgn" in
+//     GoMLX's optimizer.KnownOptimizers, so optimizer.FromScope selects them.
 //   - compat.go: the upstream GoMLX bugs worked around, one entry each with its reproduction test.
 //
 // Package fgn/paper exposes the quantities the solver computes internally (the operators of

@@ -23,9 +23,11 @@ import (
 // optimizer.Adam().Done() does (train.Trainer, train.Loop and its progress bar, checkpoints).
 //
 // Like Adam it steps the trainable variables of the scope it is given that the graph uses
-// (scope.IterVariables()), and keeps its state in variables (the warm-start vectors under its own
-// scope, GoMLX's global step and learning-rate variables), so a checkpoint restores it. Its
-// curvature needs the batch's logits and labels, not only the loss:
+// (scope.IterVariables()), and keeps its state in variables (the warm-start vectors, an adaptive
+// policy's λ and the count of skipped steps under its own scope, GoMLX's global step), so a
+// checkpoint restores it. Its step size α is its own (ParamLearningRate), not GoMLX's learning
+// rate, which holds a first-order optimizer's step. Its curvature needs the batch's logits and
+// labels, not only the loss:
 //
 //   - UpdateGraph(scope, g, loss), the Trainer's entry point, takes them from the graph, where
 //     Loss (the loss function to give the Trainer) records them. The logits are linearised with
@@ -38,10 +40,26 @@ import (
 //     on the walk of the graph that Linearize's forward mode takes, and a model that is not
 //     affine in its trainable variables is never taken for one. Any other logits are linearised
 //     by autodiff (Linearize). klog at V(1) logs which, and Direction.Linearization names it.
-//     It panics if loss is not the one Loss returned.
+//     loss may add GoMLX's regularisation terms to Loss's cross-entropy (see Regularised losses
+//     below); it panics, naming the term, on any other loss.
 //   - UpdateGraphWithLinearization(scope, lin, labels) is the entry point for a training step
 //     built by hand: lin.Params() must be the current values (v.NodeValue(g)) of exactly those
 //     trainable variables, in any order. It returns the step's Direction with its diagnostics.
+//
+// Regularised losses. GoMLX's layers add the terms of their regularisers to the loss the Trainer
+// minimises (the scope's l2_regularization and l1_regularization, KAN's ConstantL1, added with
+// train.AddRegularizationLoss): L2 terms c·‖w‖² and L1 terms c·‖A(w)‖₁ of an affine A. With R
+// their sum, the step solves (H + D + λI) d = −(g + ∇R), with the exact gradient ∇R and D the
+// exact Hessian of the L2 terms, 2c on each entry of the tensors they penalise. FGN keeps its
+// b-dimensional solve by the push-through identity, with M = I + D/λ per tensor:
+//
+//	(bλI + J̃M⁻¹J̃ᵀ) u = r̃ − J̃M⁻¹∇R/λ,      d = −M⁻¹(∇R/λ + J̃ᵀu),
+//
+// one JVP more per step (the affine head's closed-form Gram is weighted per tensor). The L1
+// terms, piecewise linear, have no Hessian where they are differentiable (almost everywhere):
+// they add their gradient (a subgradient, sign(0) = 0) and no curvature, and GoMLX's L1 zeroes
+// the weights below c after each step, as with any optimizer. An adaptive damping policy
+// measures the decrease of the whole loss.
 //
 // The step's graph must read the variables as inputs: mark it as a training graph
 // (scope.Store().SetTraining(g, true), as train.Trainer does) before reading them. Other graphs
@@ -83,8 +101,8 @@ type GNConfig struct {
 // FGN returns the configuration of the FGN optimizer with the library's defaults, chosen to train
 // a model written with GoMLX's layers through train.Trainer without tuning (the model-zoo sweep
 // of experiments/zoo, BENCHMARKS.md): DefaultSettings (step size α = 1, at most 5 CG iterations
-// stopped on the parameter-space residual at tolerance 1e-5, the closed-form Gram whenever the
-// linearisation provides one, no warm start) and LevenbergMarquardt damping from λ = 1. The
+// stopped on the parameter-space residual at tolerance 1e-5, the cheaper of the closed-form Gram
+// and the matrix-free row operator, no warm start) and LevenbergMarquardt damping from λ = 1. The
 // paper's runs (sec. 5, app. F.2) keep λ = 1 constant with α = 0.1 and stop CG on the whitened
 // row residual: WithSettings(PaperSettings()).DampingPolicy(ConstantDamping{}) runs Algorithm 1
 // exactly. Its state lives under the store scope "/FGNOptimizer".
@@ -108,8 +126,11 @@ func (c *GNConfig) WithSettings(s Settings) *GNConfig { c.s = s; return c }
 // Settings returns the current settings.
 func (c *GNConfig) Settings() Settings { return c.s }
 
-// LearningRate sets the step size α > 0 (default 1; the paper's is 0.1). It is the initial value of GoMLX's
-// learning-rate variable (optimizer.LearningRateVar), which learning-rate schedules may change.
+// LearningRate sets the step size α > 0 (default 1; the paper's is 0.1). It is FGN's and SGN's own
+// (ParamLearningRate, "fgn_learning_rate"): they do not read GoMLX's learning-rate parameter or
+// variable (optimizer.ParamLearningRate, optimizer.LearningRateVar), which hold a first-order
+// optimizer's step (1e-3, 1e-4 for Adam) and which GoMLX's schedules (cosineschedule) set; see
+// ParamLearningRate.
 func (c *GNConfig) LearningRate(alpha float64) *GNConfig { c.s.LearningRate = alpha; return c }
 
 // Damping sets the damping λ > 0 (default 1, the paper's): the constant λ, or an adaptive
@@ -136,14 +157,16 @@ func (c *GNConfig) CGStoppingRule(rule StoppingRule) *GNConfig { c.s.CG.Stopping
 // meaningful only for a fixed batch size).
 func (c *GNConfig) WarmStart(on bool) *GNConfig { c.s.WarmStart = on; return c }
 
-// RowOperator sets how FGN applies its row operator (see FGNDirection): ClosedFormGram (default)
+// RowOperator sets how FGN applies its row operator (see FGNDirection): CheaperRowOperator
+// (default) takes whichever of the two below costs less for the step's shapes; ClosedFormGram
 // forms the b×b margin Gram once per step when the linearisation provides it in closed form (a
 // GramLinearization such as AffineHead: appendix F.2) and is matrix-free otherwise; MatrixFree
 // applies it by one VJP and one JVP of the margin map per CG iteration (eq. 4.8) on every
 // linearisation. SGN ignores it.
 func (c *GNConfig) RowOperator(op RowOperator) *GNConfig { c.s.RowOperator = op; return c }
 
-// SaturationFloor sets the floor of FGN's whitening weights q (see Settings).
+// SaturationFloor sets the curvature weight below which FGN counts a row as saturated (see
+// Settings).
 func (c *GNConfig) SaturationFloor(q float64) *GNConfig { c.s.SaturationFloor = q; return c }
 
 // Scope sets the store scope under which the optimizer keeps its state.
@@ -176,8 +199,9 @@ func (c *GNConfig) Done() Optimizer {
 type gnOptimizer struct{ c GNConfig }
 
 // UpdateGraph implements optimizer.Interface: one step on the batch whose logits and labels Loss
-// recorded in g. loss must be the one Loss returned: the curvature is that of the softmax
-// cross-entropy alone, so another loss, or regularisation terms added to it, are rejected.
+// recorded in g. loss must be the one Loss returned, plus the terms of GoMLX's L2 and L1
+// regularisers (see Optimizer): the curvature is that of the softmax cross-entropy and of the L2
+// terms, so any other loss is rejected.
 func (o *gnOptimizer) UpdateGraph(scope *model.Scope, g *Graph, loss *Node) {
 	rec := recordOf(g)
 	switch {
@@ -187,12 +211,11 @@ func (o *gnOptimizer) UpdateGraph(scope *model.Scope, g *Graph, loss *Node) {
 	case rec.losses > 1:
 		exceptions.Panicf("fgn: fgn.Loss was called %d times in one graph; %s steps on one softmax cross-entropy",
 			rec.losses, o.c.name())
-	case loss != rec.loss:
-		exceptions.Panicf("fgn: the loss to minimise is not the one fgn.Loss returned (another loss, or regularisation "+
-			"terms added to it); %s's curvature is that of fgn.Loss's cross-entropy alone", o.c.name())
 	}
+	terms := lossTerms(loss, rec.loss, o.c.name())
 	lin, kind := o.linearization(scope, g, rec)
-	o.UpdateGraphWithLinearization(scope, lin, rec.labels).Linearization = kind
+	reg := recogniseRegularisation(terms, lin.Params(), o.c.name())
+	o.step(scope, lin, rec.labels, reg).Linearization = kind
 }
 
 // linearization returns the linearisation of the recorded logits that UpdateGraph steps on, and
@@ -212,7 +235,7 @@ func (o *gnOptimizer) linearization(scope *model.Scope, g *Graph, rec *graphReco
 	head, why := recogniseAffineHead(rec.logits, autodiff.(*autodiffLinearization).walk)
 	if head != nil {
 		gram := ""
-		if o.c.fgn && o.c.s.RowOperator == ClosedFormGram {
+		if _, closed := o.c.s.closedFormGram(head, false); o.c.fgn && closed {
 			gram = " and the closed-form margin Gram"
 		}
 		klog.V(1).Infof("fgn: %s recognised an affine head over features that no trainable variable reaches: "+
@@ -224,12 +247,18 @@ func (o *gnOptimizer) linearization(scope *model.Scope, g *Graph, rec *graphReco
 }
 
 func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linearization, labels *Node) *Direction {
+	return o.step(scope, lin, labels, nil)
+}
+
+// step is UpdateGraphWithLinearization on the loss L = (1/b)Σφ(s_i) + R with the regulariser reg
+// (nil for none).
+func (o *gnOptimizer) step(scope *model.Scope, lin Linearization, labels *Node, reg *regularisation) *Direction {
 	checkTrialLogits(lin, o.c.damping, o.c.name())
 	g := labels.Graph()
 	params := lin.Params()
 	vars := variablesOf(scope, g, params)
 	dtype := lin.Logits().DType()
-	alpha := optimizer.LearningRateVar(scope, dtype, o.c.s.LearningRate).NodeValue(g)
+	alpha := Scalar(g, dtype, o.c.s.LearningRate)
 	_ = optimizer.IncrementGlobalStep(g, dtype)
 	var warm []*model.Variable
 	var x0 Vec
@@ -252,9 +281,9 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 	}
 	var dir *Direction
 	if o.c.fgn {
-		dir = fgnDirection(lin, labels, first(x0), o.c.s, lambdaState)
+		dir = fgnDirection(lin, labels, first(x0), o.c.s, lambdaState, reg)
 	} else {
-		dir = sgnDirection(lin, labels, x0, o.c.s, lambdaState)
+		dir = sgnDirection(lin, labels, x0, o.c.s, lambdaState, reg)
 	}
 	// The step size is taken as 0 unless the direction is finite. keepUnless below is what
 	// discards a non-finite step (0·NaN is NaN); this makes the scaling α d wait for Finite's
@@ -265,7 +294,7 @@ func (o *gnOptimizer) UpdateGraphWithLinearization(scope *model.Scope, lin Linea
 	for k, p := range params {
 		updated[k] = Add(p, Mul(ConvertDType(stepSize, p.DType()), dir.D[k]))
 	}
-	dir.Damping = o.stepDamping(lin, labels, dir, alpha, updated, lambdaState)
+	dir.Damping = o.stepDamping(lin, labels, dir, alpha, updated, lambdaState, reg)
 	// A step not taken (not finite, or rejected by an adaptive damping policy) changes nothing
 	// but an adaptive policy's λ.
 	for k, v := range warm {

@@ -24,6 +24,7 @@ type optModel struct {
 	mlp   bool
 	// generic forces the generic closures for the affine head.
 	generic bool
+	dtype   dtypes.DType // of the parameters and of the features a step feeds
 }
 
 func newOptModel(p *problem, mlp, generic bool) *optModel {
@@ -34,7 +35,7 @@ func newOptModel(p *problem, mlp, generic bool) *optModel {
 func newOptModelOf(p *problem, mlp, generic bool, dtype dtypes.DType) *optModel {
 	store := model.NewStore()
 	scope := store.RootScope().In("classifier")
-	m := &optModel{store: store, mlp: mlp, generic: generic}
+	m := &optModel{store: store, mlp: mlp, generic: generic, dtype: dtype}
 	params := map[string]any{"W": p.w, "bias": p.bias}
 	names := []string{"W", "bias"}
 	if mlp {
@@ -86,7 +87,7 @@ func (m *optModel) step(t *testing.T, opt Optimizer, p *problem, n int) float64 
 	}
 	var its float64
 	for range n {
-		out, err := exec.Call(p.h, p.labels)
+		out, err := exec.Call(cast(p.h, m.dtype), p.labels)
 		if err != nil {
 			t.Fatalf("step: %+v", err)
 		}

@@ -4,19 +4,30 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 	"github.com/gomlx/gomlx/support/exceptions"
+	"k8s.io/klog/v2"
 )
 
 // Hyper-parameters read from the model scope by GNConfig.FromScope, GoMLX's convention for
-// configuring optimizers (optimizer.ParamOptimizer, optimizer.ParamLearningRate, Adam's
-// "adam_*" parameters). They are shared by FGN and SGN; a parameter that is not set keeps the
-// configuration's value. The learning rate is GoMLX's optimizer.ParamLearningRate.
+// configuring optimizers (optimizer.ParamOptimizer, Adam's "adam_*" parameters). They are shared by
+// FGN and SGN; a parameter that is not set keeps the configuration's value. DeclareParams sets
+// them all to their defaults in a store, so that GoMLX's command-line settings
+// (commandline.ParseSettings, the examples' -set flag) accept them.
+//
+// The step size is ParamLearningRate, not GoMLX's optimizer.ParamLearningRate ("learning_rate"):
+// a configuration written for Adam holds Adam's step there (1e-3 or 1e-4 in GoMLX's examples), a
+// step at which a Gauss-Newton method, whose direction already carries the curvature's scale
+// (α = 1 is the full step), would barely move the model. For the same reason FGN and SGN do not
+// read GoMLX's learning-rate variable (optimizer.LearningRateVar), which a checkpoint of an Adam
+// run holds and GoMLX's learning-rate schedules (cosineschedule) set on Adam's scale: their α is the
+// configuration's, the same at every step.
 const (
+	ParamLearningRate    = "fgn_learning_rate"     // float64: Settings.LearningRate (α)
 	ParamDamping         = "fgn_damping"           // float64: Settings.Damping (λ, or the initial λ)
 	ParamDampingPolicy   = "fgn_damping_policy"    // string: "constant" (ConstantDamping) or "lm" (LevenbergMarquardt)
 	ParamCGMaxIterations = "fgn_cg_max_iterations" // int: CGSettings.MaxIterations
 	ParamCGTolerance     = "fgn_cg_tolerance"      // float64: CGSettings.Tolerance
 	ParamCGStoppingRule  = "fgn_cg_stopping_rule"  // string or StoppingRule: "parameter" or "whitened-row"
-	ParamRowOperator     = "fgn_row_operator"      // string or RowOperator: "closed-form-gram" or "matrix-free"
+	ParamRowOperator     = "fgn_row_operator"      // string or RowOperator: "cheaper", "closed-form-gram" or "matrix-free"
 	ParamWarmStart       = "fgn_warm_start"        // bool: Settings.WarmStart
 	ParamSaturationFloor = "fgn_saturation_floor"  // float64: Settings.SaturationFloor
 )
@@ -31,11 +42,51 @@ func init() {
 	optimizer.KnownOptimizers["sgn"] = func(scope *model.Scope) optimizer.Interface { return SGN().FromScope(scope).Done() }
 }
 
-// FromScope sets the hyper-parameters that the scope (or its parents) sets: GoMLX's
-// optimizer.ParamLearningRate and the Param* parameters above. It panics on a value of the wrong
-// type or an unknown name, as GoMLX's AdamConfig.FromScope does; Done validates the values.
+// DeclareParams sets each Param* hyper-parameter that the store's root scope does not set yet to
+// its default, FGN()'s (which SGN() shares), with the type FromScope reads, so that a program using
+// GoMLX's command-line settings accepts them: call it where the program sets its own defaults,
+// before commandline.CreateSettingsFlag and commandline.ParseSettings, and "-set fgn_damping=0.1"
+// reaches FromScope. Values a program set before are kept.
+func DeclareParams(store *model.Store) {
+	c := FGN()
+	s := c.Settings()
+	root := store.RootScope()
+	for name, value := range map[string]any{
+		ParamLearningRate:    s.LearningRate,
+		ParamDamping:         s.Damping,
+		ParamDampingPolicy:   c.damping.String(),
+		ParamCGMaxIterations: s.CG.MaxIterations,
+		ParamCGTolerance:     s.CG.Tolerance,
+		ParamCGStoppingRule:  s.CG.StoppingRule.String(),
+		ParamRowOperator:     text(s.RowOperator),
+		ParamWarmStart:       s.WarmStart,
+		ParamSaturationFloor: s.SaturationFloor,
+	} {
+		if _, found := store.GetParam(name); !found {
+			root.SetParam(name, value)
+		}
+	}
+}
+
+// text returns the name a RowOperator has in files and flags.
+func text(r RowOperator) string {
+	name, err := r.MarshalText()
+	if err != nil {
+		exceptions.Panicf("%v", err)
+	}
+	return string(name)
+}
+
+// FromScope sets the hyper-parameters that the scope (or its parents) sets: the Param* parameters
+// above. GoMLX's optimizer.ParamLearningRate is not read (see ParamLearningRate). It panics on a
+// value of the wrong type or an unknown name, as GoMLX's AdamConfig.FromScope does; Done validates
+// the values.
 func (c *GNConfig) FromScope(scope *model.Scope) *GNConfig {
-	c.s.LearningRate = model.GetParamOr(scope, optimizer.ParamLearningRate, c.s.LearningRate)
+	c.s.LearningRate = model.GetParamOr(scope, ParamLearningRate, c.s.LearningRate)
+	if lr, found := scope.GetParam(optimizer.ParamLearningRate); found {
+		klog.V(1).Infof("fgn: %s does not read %s = %v, a first-order optimizer's step: its step size is %s = %g",
+			c.name(), optimizer.ParamLearningRate, lr, ParamLearningRate, c.s.LearningRate)
+	}
 	c.s.Damping = model.GetParamOr(scope, ParamDamping, c.s.Damping)
 	c.s.CG.MaxIterations = model.GetParamOr(scope, ParamCGMaxIterations, c.s.CG.MaxIterations)
 	c.s.CG.Tolerance = model.GetParamOr(scope, ParamCGTolerance, c.s.CG.Tolerance)

@@ -26,9 +26,11 @@ type Settings struct {
 	// WarmStart starts CG from the previous step's solution: the previous direction for SGN, the
 	// previous row-space solution u for FGN (meaningful only for a fixed batch size).
 	WarmStart bool `json:"warm_start" yaml:"warm_start"`
-	// SaturationFloor is the floor q_min of FGN's whitening weights: rows are whitened with
-	// max(q_i, q_min), q_i = p_★p_†; 0 selects the square of the dtype's machine epsilon. See
-	// FGNDirection.
+	// SaturationFloor is the curvature weight q_min below which a row counts as saturated
+	// (q_i = p_★p_† < q_min): FGN's CG then takes its gradient start, which solves the damped
+	// system exactly whatever the rows' margins (see FGNDirection); it is also the floor of q in
+	// the reference of the whitened row stopping rule. 0 selects the square of the dtype's machine
+	// epsilon, below which r̃_i = √(p_†/p_★) exceeds 1/ε.
 	SaturationFloor float64 `json:"saturation_floor,omitempty" yaml:"saturation_floor,omitempty"`
 }
 
@@ -49,13 +51,14 @@ type CGSettings struct {
 // with tolerance 1e-5 (the paper's; sec. 5, app. F.2), CG stopped on the parameter-space residual
 // (StopParameterResidual) rather than on Algorithm 1's whitened row residual, which a batch of
 // confidently misclassified examples meets after one iteration far from the solution (see
-// StopWhitenedRowResidual). The row operator is ClosedFormGram (the closed form where the
-// linearisation has one), the saturation floor the dtype's default, no warm start. The model-zoo
-// sweep of experiments/zoo chose α (BENCHMARKS.md).
+// StopWhitenedRowResidual). The row operator is CheaperRowOperator (the closed-form Gram or the
+// matrix-free products, whichever costs less for the step's shapes), the saturation floor the
+// dtype's default, no warm start. The model-zoo sweep of experiments/zoo chose α (BENCHMARKS.md).
 func DefaultSettings() Settings {
 	s := PaperSettings()
 	s.LearningRate = 1
 	s.CG.StoppingRule = StopParameterResidual
+	s.RowOperator = CheaperRowOperator
 	return s
 }
 
@@ -87,7 +90,7 @@ func (s Settings) validateSolve() error {
 	if err := s.CG.Validate(); err != nil {
 		return err
 	}
-	if s.RowOperator != ClosedFormGram && s.RowOperator != MatrixFree {
+	if s.RowOperator != ClosedFormGram && s.RowOperator != MatrixFree && s.RowOperator != CheaperRowOperator {
 		return fmt.Errorf("fgn: unknown row operator %d", int(s.RowOperator))
 	}
 	if !(s.SaturationFloor >= 0 && s.SaturationFloor < 0.25) {
@@ -134,45 +137,64 @@ const (
 	// ClosedFormGram forms the b×b margin Gram once per step and iterates on it, when the
 	// linearisation provides the Gram in closed form (GramLinearization: AffineHead, appendix
 	// F.2, or a user's model); on a linearisation without one (Linearize's autodiff) FGN is
-	// matrix-free. It is the default, so that FGN runs on any model and takes the closed form
-	// wherever there is one.
+	// matrix-free. It is PaperSettings' operator.
 	ClosedFormGram RowOperator = iota
 	// MatrixFree applies K by one VJP and one JVP of the margin map per CG iteration (eq. 4.8),
 	// on every linearisation.
 	MatrixFree
+	// CheaperRowOperator chooses, for each step's shapes, the row operator that costs fewer
+	// multiply-adds: on an AffineHead (b examples, d features, C classes, CG capped at N
+	// iterations; see FGNDirection for the products),
+	//
+	//	closed-form Gram:  b²(d + C) + (N + 2)·b²    (h hᵀ and A Aᵀ; CG's b×b products and reference),
+	//	matrix-free:       2N·b·d·C                 (one JVP and one VJP per iteration),
+	//
+	// besides one b·d·C product that both make (the closed form's back-projection, the
+	// matrix-free first VJP); b²d drops from the closed form when AffineHead.FeatureGram is given.
+	// The closed form is cheaper when b(d + C + N + 2) < 2N·d·C: on few examples of many features
+	// and classes (the paper's Cars196 head, b = 128, d = 2048, C = 196), not on many examples of
+	// few classes (an MNIST linear model, b = 600, d = 784, C = 10). Another GramLinearization
+	// gets its closed form, any other linearisation the matrix-free operator. It is
+	// DefaultSettings' operator.
+	CheaperRowOperator
 )
 
-// String returns the operator's name in labels: "closed-form Gram" or "matrix-free".
+// String returns the operator's name in labels: "closed-form Gram", "matrix-free" or "cheaper".
 func (r RowOperator) String() string {
 	switch r {
 	case ClosedFormGram:
 		return "closed-form Gram"
 	case MatrixFree:
 		return "matrix-free"
+	case CheaperRowOperator:
+		return "cheaper"
 	}
 	return "RowOperator(" + strconv.Itoa(int(r)) + ")"
 }
 
-// MarshalText writes the operator's name in files and flags: "closed-form-gram" or "matrix-free".
+// MarshalText writes the operator's name in files and flags: "closed-form-gram", "matrix-free" or
+// "cheaper".
 func (r RowOperator) MarshalText() ([]byte, error) {
 	switch r {
 	case ClosedFormGram:
 		return []byte("closed-form-gram"), nil
 	case MatrixFree:
 		return []byte("matrix-free"), nil
+	case CheaperRowOperator:
+		return []byte("cheaper"), nil
 	}
 	return nil, fmt.Errorf("fgn: unknown row operator %d", int(r))
 }
 
 // UnmarshalText is the inverse of MarshalText.
 func (r *RowOperator) UnmarshalText(text []byte) error {
-	for _, op := range []RowOperator{ClosedFormGram, MatrixFree} {
+	for _, op := range []RowOperator{ClosedFormGram, MatrixFree, CheaperRowOperator} {
 		if name, _ := op.MarshalText(); string(name) == string(text) {
 			*r = op
 			return nil
 		}
 	}
-	return fmt.Errorf("fgn: unknown row operator %q (want closed-form-gram or matrix-free)", text)
+	return fmt.Errorf("fgn: unknown row operator %q (want closed-form-gram, matrix-free or cheaper)", text)
 }
 
 // StoppingRule selects the residual that FGN's row-space CG tests against its tolerance.

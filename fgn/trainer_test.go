@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/layers/regularizer"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/checkpoint"
 	"github.com/gomlx/gomlx/ml/train"
@@ -17,11 +18,15 @@ import (
 
 // TestTrainerRejects checks that FGN and SGN inside train.Trainer fail with a message naming the
 // problem when they cannot get the curvature's logits and labels, or when the loss to minimise
-// is not fgn.Loss's.
+// is not fgn.Loss's plus GoMLX's L2 and L1 regularisation terms.
 func TestTrainerRejects(t *testing.T) {
 	p := newProblem(31, 6, 4, 3, 0, 1)
 	affine := func(scope *model.Scope, h *Node) *Node {
 		return newOptModel(p, false, true).lin(h).Logits()
+	}
+	affineVars := func(scope *model.Scope, h *Node) *Node { // on variables of the Trainer's store
+		g := h.Graph()
+		return NewAffineHead(h, scope.VariableWithValue("W", p.w).NodeValue(g), scope.VariableWithValue("bias", p.bias).NodeValue(g)).Logits()
 	}
 	for _, tc := range []struct {
 		name   string
@@ -32,11 +37,25 @@ func TestTrainerRejects(t *testing.T) {
 		{"another loss", affine, func(labels, logits []*Node) *Node {
 			return loss.SparseCategoricalCrossEntropyLogits([]*Node{ExpandAxes(labels[0], -1)}, logits)
 		}, "train with fgn.Loss as the loss function"},
-		{"regularised loss", func(scope *model.Scope, h *Node) *Node {
-			logits := affine(scope, h)
+		{"regularisation of the logits", func(scope *model.Scope, h *Node) *Node {
+			logits := affineVars(scope, h)
 			train.AddRegularizationLoss(ReduceAllSum(Square(logits)))
 			return logits
-		}, Loss, "not the one fgn.Loss returned"},
+		}, Loss, "adds to fgn.Loss's cross-entropy a term ReduceSum ((Float64)) that is not c·Σw² of a parameter w"},
+		{"another main loss", func(scope *model.Scope, h *Node) *Node {
+			logits := affineVars(scope, h)
+			train.AddMainLoss(ReduceAllMean(Exp(logits)))
+			return logits
+		}, Loss, "takes GoMLX's L2 and L1 regularisation terms (train.AddRegularizationLoss) and no other loss"},
+		{"negative L2 amount", func(scope *model.Scope, h *Node) *Node {
+			g := h.Graph()
+			w := scope.VariableWithValue("W", p.w)
+			bias := scope.VariableWithValue("bias", p.bias)
+			regularizer.L2(-0.1)(g, w)
+			return NewAffineHead(h, w.NodeValue(g), bias.NodeValue(g)).Logits()
+		}, Loss, "an L2 term -0.1·Σw² on parameter 0 ((Float64)[4, 3]) with an amount that is not > 0"},
+		{"scaled loss", affine, func(labels, logits []*Node) *Node { return MulScalar(Loss(labels, logits), 2) },
+			"not the one fgn.Loss returned plus regularisation terms"},
 		{"loss twice", affine, func(labels, logits []*Node) *Node {
 			return Add(Loss(labels, logits), Loss(labels, logits))
 		}, "fgn.Loss was called 2 times"},
@@ -84,8 +103,8 @@ func (d repeatBatch) Iter() iter.Seq2[train.Batch, error] {
 	}
 }
 
-// TestCheckpointRestore checks that the optimizers' state (warm starts, global step, learning
-// rate, Levenberg-Marquardt damping) lives in variables that a GoMLX checkpoint restores:
+// TestCheckpointRestore checks that the optimizers' state (warm starts, global step,
+// Levenberg-Marquardt damping) lives in variables that a GoMLX checkpoint restores:
 // training 3 steps with train.Loop (and its progress bar), saving, restoring into a fresh store
 // and training one more step gives bit-identical variables to 4 uninterrupted steps.
 func TestCheckpointRestore(t *testing.T) {

@@ -234,6 +234,10 @@ func validateAffine(h, labels, w, bias *tensors.Tensor, cfg fgn.Settings) error 
 	if b == 0 {
 		return fmt.Errorf("paper: empty batch: features have 0 examples")
 	}
+	if d == 0 {
+		return fmt.Errorf("paper: no features: the features have d = 0 columns (shape %s); the affine head needs d ≥ 1",
+			h.Shape())
+	}
 	if labels.Rank() != 1 || labels.Shape().Dim(0) != b {
 		return fmt.Errorf("paper: labels must be a vector of length b=%d, got shape %s", b, labels.Shape())
 	}

@@ -52,6 +52,10 @@ func TestAffineDirectionBadInput(t *testing.T) {
 			*h = tensors.FromFlatDataAndDimensions([]float64{}, 0, 2)
 			*l = tensors.FromFlatDataAndDimensions([]int32{}, 0)
 		}, "empty batch"},
+		{"no features", func(h, l, w, b **tensors.Tensor, c *fgn.Settings) {
+			*h = tensors.FromFlatDataAndDimensions([]float64{}, 3, 0)
+			*w = tensors.FromFlatDataAndDimensions([]float64{}, 0, 3)
+		}, "no features: the features have d = 0 columns"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, labels, w, bias := good()
@@ -189,6 +193,67 @@ func TestAffineDirectionOverflow(t *testing.T) {
 					t.Errorf("direction max |d| = %v, residual %v: want finite", s, r.Residual)
 				}
 			})
+		}
+	}
+}
+
+// TestAffineDirectionSaturated checks the host entry point on batches whose every row is
+// saturated (features ×1e4, ×1e6, ×1e12: margins that large, q_i below every dtype's range): the
+// exact damped step is then −g/λ, to float64's resolution, for FGN (curvature weights q_i) and SGN
+// (one-hot softmax probabilities) alike, with g computed on the host from a stable softmax. Every
+// method must return it, to 1e-12 relative in float64 and 1e-4 in float32.
+func TestAffineDirectionSaturated(t *testing.T) {
+	const lambda = 1e-4
+	for _, scale := range []float64{1e4, 1e6, 1e12} {
+		p := newProblem(41, 16, 8, 10, 1)
+		for i := range p.h {
+			for k := range p.h[i] {
+				p.h[i][k] *= scale
+			}
+		}
+		// −g/λ with g = (1/b) Σ_i (h_i, 1) ⊗ (p_i − y_i), W's entries first.
+		want := make([]float64, (p.d+1)*p.c)
+		for i := range p.b {
+			z := slices.Clone(p.bias)
+			for c := range z {
+				for k := range p.d {
+					z[c] += p.h[i][k] * p.w[k][c]
+				}
+			}
+			zMax := slices.Max(z)
+			var sum float64
+			for _, v := range z {
+				sum += math.Exp(v - zMax)
+			}
+			x := append(slices.Clone(p.h[i]), 1)
+			for c, v := range z {
+				r := math.Exp(v-zMax) / sum
+				if c == int(p.labels[i]) {
+					r--
+				}
+				for k := range x {
+					want[k*p.c+c] -= x[k] * r / (float64(p.b) * lambda)
+				}
+			}
+		}
+		cfg := fgn.DefaultSettings()
+		cfg.Damping, cfg.CG.MaxIterations, cfg.CG.Tolerance = lambda, 50, 0
+		for _, dtype := range []dtypes.DType{dtypes.Float64, dtypes.Float32} {
+			h, w, bias := tensors.FromValue(p.h), tensors.FromValue(p.w), tensors.FromValue(p.bias)
+			tol := 1e-12
+			if dtype == dtypes.Float32 {
+				h, w, bias = tensors.FromValue(f32(p.h)), tensors.FromValue(f32(p.w)), tensors.FromValue(f32([][]float64{p.bias})[0])
+				tol = 1e-4
+			}
+			for _, m := range []Method{MethodFGN, MethodFGNMatrixFree, MethodFGNAutodiff, MethodSGN} {
+				t.Run(fmt.Sprintf("×%g/%s/%s", scale, dtype, m), func(t *testing.T) {
+					r, err := AffineDirection(testBackend, m, h, tensors.FromValue(p.labels), w, bias, cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					check(t, "direction vs −g/λ", ref.RelErr(append(flat64(r.DW), flat64(r.DBias)...), want), tol)
+				})
+			}
 		}
 	}
 }

@@ -21,10 +21,11 @@ func FGNRowOperator(j MarginJacobian, sqrtQ, bLambda *Node) func(v *Node) *Node 
 	}
 }
 
-// RowRHS returns the right-hand side of the whitened row system (K + bλI) u = r̃ whose solution
-// dir.Solution approximates, for a direction of fgn.FGNDirection: r̃ = Q'^{-1/2} r (eq. 4.6), with
-// the weights q'_i = max(q_i, q_min) for the saturation floor q_min of fgn.Settings (see
-// fgn.FGNDirection). It panics for a direction of fgn.SGNDirection, which has no row system.
+// RowRHS returns the right-hand side of the whitened row system (K + bλI) u = r̃ for a direction
+// of fgn.FGNDirection: r̃ = Q'^{-1/2} r (eq. 4.6), with the weights √q'_i = max(√q_i, ν), ν the
+// dtype's smallest normal number (see fgn.FGNDirection). dir.Solution approximates u, or, on a
+// batch with saturated rows, w = u − r̃/(bλ). It panics for a direction of fgn.SGNDirection,
+// which has no row system.
 func RowRHS(dir *fgn.Direction) *Node {
 	rhs := hook.RowRHS.(func(*fgn.Direction) *Node)(dir)
 	if rhs == nil {

@@ -123,12 +123,26 @@ func cropPads(dims, starts, limits []int) []PadAxis {
 	return pads
 }
 
-// lowerable reports whether lowerConvolutions computes ConvGeneral node n as a product: its
-// dtype is float32 or float64 and at most one of its group counts exceeds 1.
+// maxPatchBytes bounds the patches of a convolution that lower computes as a product: beyond
+// it (a batch of large images) the convolution is kept, rather than hold the patches, which take
+// the kernel's spatial size times the input's memory.
+const maxPatchBytes = 1 << 30
+
+// lowerable reports whether lower computes ConvGeneral node n as a product: its dtype is float32
+// or float64, at most one of its group counts exceeds 1 and its patches take at most
+// maxPatchBytes.
 func lowerable(n *Node) bool {
 	dtype := n.DType()
 	c := readConv(n)
-	return (dtype == dtypes.Float32 || dtype == dtypes.Float64) && (c.channelGroups == 1 || c.batchGroups == 1)
+	if !(dtype == dtypes.Float32 || dtype == dtypes.Float64) || c.channelGroups > 1 && c.batchGroups > 1 {
+		return false
+	}
+	x, k := n.Inputs()[0].Shape(), n.Inputs()[1].Shape()
+	patches := x.Dim(c.axes.InputBatch) * x.Dim(c.axes.InputChannels) * dtype.Size()
+	for i := range c.axes.InputSpatial {
+		patches *= n.Shape().Dim(c.axes.OutputSpatial[i]) * k.Dim(c.axes.KernelSpatial[i])
+	}
+	return patches <= maxPatchBytes
 }
 
 // convParams are the static parameters of a ConvGeneral node, with the defaults filled in.

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 
@@ -173,4 +175,19 @@ func countConvs(outs []*Node) int {
 		visit(out)
 	}
 	return count
+}
+
+// TestLowerConvolutionsKeepsLarge checks that a convolution whose patches would exceed
+// maxPatchBytes stays a ConvGeneral (the graph is built, never run).
+func TestLowerConvolutionsKeepsLarge(t *testing.T) {
+	tc := convCase{n: 64, c: 64, out: 64, spatial: []int{256, 256}, kernel: []int{3, 3}, paddings: [][2]int{{1, 1}, {1, 1}}}
+	xDims, kDims, _ := tc.shapes()
+	g := NewGraph(testBackend, "large")
+	x := Parameter(g, "x", shapes.Make(dtypes.Float32, xDims...))
+	k := Parameter(g, "k", shapes.Make(dtypes.Float32, kDims...))
+	y := tc.conv(x, k)
+	if got := countConvs(LowerConvolutions(y)); got != 1 {
+		t.Errorf("a convolution with %.1f GiB of patches: %d ConvGeneral nodes after lowering, want it kept (1)",
+			float64(64*256*256*9*64*4)/(1<<30), got)
+	}
 }

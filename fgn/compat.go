@@ -30,6 +30,23 @@ const (
 	// gomlx v0.28.16. Test: TestCompatFusedActivationVJPClone.
 	compatFusedActivationVJPClone = "FusedActivationVJP clones with x and dOutput swapped"
 
+	// compatPadVJPNegative: GoMLX's VJP of Pad (padVJP) slices the cotangent from each axis's
+	// Start, so a Pad with a negative padding (a crop) has no VJP: building its gradient panics
+	// ("Slice: limit index … is out of bounds"). LowerConvolutions, whose lowered graph GoMLX's
+	// reverse mode differentiates, pads only by non-negative paddings and cuts its patches by
+	// Slice; Linearize's products, which are never differentiated, cut by Pad (convlower.go).
+	// Checked: gomlx v0.28.16. Test: TestCompatPadVJPNegative.
+	compatPadVJPNegative = "Pad's VJP rejects negative paddings"
+
+	// compatDotVJPAxesOrder: GoMLX's VJP of DotGeneral with respect to the lhs permutes its axes
+	// when the rhs's contracting axes are not in increasing order: the VJP has the wrong shape when
+	// the permuted dimensions differ ("invalid shape … for calculated AccumulatedVJP") and wrong
+	// values when they are equal, as for a channels-first 3×3 kernel [o, c, 3, 3] contracted on
+	// (3×3, c). LowerConvolutions contracts a kernel laid out as [j…, c, o], its contracting axes
+	// in order; Linearize's products, never differentiated, contract the kernel in the axes it has
+	// (convlower.go). Checked: gomlx v0.28.16. Test: TestCompatDotVJPAxesOrder.
+	compatDotVJPAxesOrder = "DotGeneral's VJP misreads unordered contracting axes"
+
 	// compatRowDotsLargeKernel: the pure-Go backend's DotGeneral runs a batched product of two
 	// vectors per row, such as the row-wise dot products Einsum("ic,ic->i", a, a), on its large
 	// (packed, AVX-512) matrix kernel once b·C exceeds its small-product threshold (2²² flops),

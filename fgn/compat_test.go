@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -45,6 +46,7 @@ func compatName(entry string) string {
 		"compatConvVJPNotDifferentiable": compatConvVJPNotDifferentiable,
 		"compatFusedDenseVJPNoGradient":  compatFusedDenseVJPNoGradient,
 		"compatFusedActivationVJPClone":  compatFusedActivationVJPClone,
+		"compatPadVJPNegative":           compatPadVJPNegative, "compatDotVJPAxesOrder": compatDotVJPAxesOrder,
 	} {
 		if value == entry {
 			return name
@@ -261,8 +263,8 @@ func TestCompatCitations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) < 11 {
-		t.Errorf("compat.go has %d entries, want the 11 it documents", len(entries))
+	if len(entries) < 13 {
+		t.Errorf("compat.go has %d entries, want the 13 it documents", len(entries))
 	}
 	for name, n := range entries {
 		if n == 0 {
@@ -310,4 +312,33 @@ func TestCompatFusedActivationVJPClone(t *testing.T) {
 		fixed(t, compatFusedActivationVJPClone, "a FusedActivationVJP node cloned with its own inputs computes the same")
 	}
 	t.Logf("still present: GELU'(x) = %v, its clone %v", out[0], out[1])
+}
+
+// TestCompatPadVJPNegative reproduces compatPadVJPNegative: the gradient of a crop, a Pad with
+// negative paddings, cannot be built.
+func TestCompatPadVJPNegative(t *testing.T) {
+	_, err := graphrun.Run(testBackend, func(x *Node) *Node {
+		y := Pad(x, ScalarZero(x.Graph(), x.DType()), PadAxis{Start: -1, End: -2})
+		return Gradient(ReduceAllSum(y), x)[0]
+	}, []float64{1, 2, 3, 4, 5, 6})
+	present(t, compatPadVJPNegative, err, "out of bounds", "the gradient of a Pad with negative paddings builds")
+}
+
+// TestCompatDotVJPAxesOrder reproduces compatDotVJPAxesOrder: with the rhs's contracting axes out
+// of order, the VJP with respect to the lhs is not the transpose of the product, ⟨J v, u⟩ ≠
+// ⟨v, Jᵀu⟩ for y = DotGeneral(x, w) contracting x's axes (1, 2) with w's (1, 0), all of size 3.
+func TestCompatDotVJPAxesOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	x, w, v, u := randVec(rng, 2*3*3), randVec(rng, 3*3*4), randVec(rng, 2*3*3), randVec(rng, 2*4)
+	out := run(t, func(in []*Node) []*Node {
+		x, w, v, u := in[0], in[1], in[2], in[3]
+		product := func(x *Node) *Node { return DotGeneral(x, []int{1, 2}, nil, w, []int{1, 0}, nil) }
+		return []*Node{product(v), Gradient(ReduceAllSum(Mul(product(x), u)), x)[0]}
+	}, tensors.FromFlatDataAndDimensions(x, 2, 3, 3), tensors.FromFlatDataAndDimensions(w, 3, 3, 4),
+		tensors.FromFlatDataAndDimensions(v, 2, 3, 3), tensors.FromFlatDataAndDimensions(u, 2, 4))
+	jv, jtu := dot(out[0], u), dot(v, out[1])
+	if math.Abs(jv-jtu) <= 1e-12*math.Max(math.Abs(jv), math.Abs(jtu)) {
+		fixed(t, compatDotVJPAxesOrder, "the VJP of DotGeneral with unordered rhs contracting axes is the product's transpose")
+	}
+	t.Logf("still present: ⟨J v, u⟩ = %.6g, ⟨v, Jᵀu⟩ = %.6g", jv, jtu)
 }

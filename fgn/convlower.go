@@ -18,54 +18,41 @@ import (
 // concatenations and a product), and Linearize's products and LogitsAt follow it. The patches
 // take the kernel's spatial size times the input's memory. Linearize lowers the convolutions of
 // its own products whether or not the model opts in (lowerConvolutions).
-func LowerConvolutions(outputs ...*Node) []*Node {
-	return lower(outputs, nil, func(x *Node, spec []SliceAxisSpec, _ []PadAxis) *Node { return Slice(x, spec...) })
-}
+func LowerConvolutions(outputs ...*Node) []*Node { return lower(outputs, nil, true) }
 
 // lowerConvolutions is the pass of Linearize's products (linearMap) that computes every
 // ConvGeneral node between in and outs as one matrix product (see LowerConvolutions), on the
-// pure-Go backend. The products are never differentiated, so their slices of stride 1 are
-// computed as Pad nodes with negative paddings, which the pure-Go backend copies in contiguous
-// runs where it copies a Slice element by element (GoMLX's VJP of Pad takes only non-negative
-// paddings, so LowerConvolutions slices); the pass rewrites the products' other Slice nodes of
-// stride 1 so too, such as those of a lowered model's patches and GoMLX's VJP of Concatenate.
-// The nodes that depend on no input are kept, so what is invariant in a lowered convolution (the
-// patches of a primal activation, a kernel's layout) is formed once, outside every clone.
-func lowerConvolutions(outs, in []*Node) []*Node { return lower(outs, in, crop) }
-
-// crop returns x restricted to the ranges spec, by Pad with the non-positive paddings pads when
-// every stride is 1, else by Slice.
-func crop(x *Node, spec []SliceAxisSpec, pads []PadAxis) *Node {
-	if pads == nil {
-		return Slice(x, spec...)
-	}
-	return Pad(x, ScalarZero(x.Graph(), x.DType()), pads...)
-}
-
-// cropper restricts x to spec, given as well as the equivalent non-positive paddings when every
-// stride is 1 (nil otherwise).
-type cropper func(x *Node, spec []SliceAxisSpec, pads []PadAxis) *Node
+// pure-Go backend. The products are cloned, never differentiated, so they are built for speed
+// alone: the slices of stride 1 are Pad nodes with negative paddings, which the pure-Go backend
+// copies in contiguous runs where it copies a Slice element by element (the pass rewrites the
+// products' other Slice nodes of stride 1 so too, such as those of a lowered model's patches and
+// GoMLX's VJP of Concatenate), and the kernel is contracted in the axes it has, which relayout,
+// the pass after this one, lays out once when it is invariant. The nodes that depend on no input
+// are kept, so what is invariant in a lowered convolution (the patches of a primal activation, a
+// kernel's layout) is formed once, outside every clone.
+func lowerConvolutions(outs, in []*Node) []*Node { return lower(outs, in, false) }
 
 // lower returns outs rebuilt with every ConvGeneral node that depends on in (every one reached
-// from outs when in is nil) computed as a matrix product with its patches cut by cut, on the
-// pure-Go backend, and, when in is not nil, the Slice nodes of stride 1 that depend on in cut by
-// cut. A convolution with channel groups G and batch groups G_b (one of them 1),
+// from outs when in is nil) computed as a matrix product, on the pure-Go backend, and when not
+// differentiable the Slice nodes of stride 1 that depend on in as crops (lowering.cut). A
+// convolution with channel groups G and batch groups G_b (one of them 1),
 //
 //	y[n, o, p] = Σ_{j, c} x̂[g_b(o)·N' + n, g(o)·C' + c, p·s + j·δ] · k[c, o, j],
 //
 // where x̂ is the input dilated (zeros between its elements) and padded, p runs over the
 // output's spatial positions, j over the kernel's, s are the strides, δ the kernel dilations,
 // C' = C/G and N' = N/G_b, is the product of the patches P[n, p, (j, c)] = x̂[n, c, p·s + j·δ]
-// with the kernel laid out as K[(j, c), o], batched over the groups (convPatches, convAsDot).
-// Every rewrite is exact algebra (the sums run in another order, so values agree to rounding);
-// convolutions of other dtypes than float32 and float64 are kept.
+// with the kernel K[(j, c), o], batched over the groups (convPatches, convAsDot). Every rewrite is
+// exact algebra (the sums run in another order, so values agree to rounding); convolutions of
+// other dtypes than float32 and float64 are kept.
 //
 // The pure-Go backend (compute v0.1.14) computes ConvGeneral directly, one output element at a
 // time, and DotGeneral on its packed SIMD matrix kernel; XLA lowers convolutions itself.
-func lower(outs, in []*Node, cut cropper) []*Node {
+func lower(outs, in []*Node, differentiable bool) []*Node {
 	if len(outs) == 0 || outs[0].Graph().Backend().String() != gobackend.BackendName {
 		return outs
 	}
+	l := lowering{differentiable}
 	var dependent map[*Node]bool // nil: every node
 	if in != nil {
 		s := walk(outs, in)
@@ -92,10 +79,9 @@ func lower(outs, in []*Node, cut cropper) []*Node {
 		}
 		switch {
 		case n.Type() == NodeTypeConvGeneral && lowerable(n):
-			value[n] = convAsDot(inputs[0], inputs[1], readConv(n), cut)
-		case n.Type() == NodeTypeSlice && dependent != nil && unitStrides(n):
-			value[n] = cut(inputs[0], nil, cropPads(inputs[0].Shape().Dimensions,
-				toInts(intsOf(opParam(n, "starts"))), toInts(intsOf(opParam(n, "limits")))))
+			value[n] = l.convAsDot(inputs[0], inputs[1], readConv(n))
+		case n.Type() == NodeTypeSlice && !differentiable && unitStrides(n):
+			value[n] = l.cut(inputs[0], toInts(intsOf(opParam(n, "starts"))), toInts(intsOf(opParam(n, "limits"))), nil)
 		case changed:
 			value[n] = cloneNode(n, inputs)
 		}
@@ -108,19 +94,36 @@ func lower(outs, in []*Node, cut cropper) []*Node {
 	return rebuilt
 }
 
+// lowering builds the lowered convolutions for a graph that GoMLX's reverse mode differentiates
+// (a model's forward pass) or for products that are only cloned. GoMLX's VJP of Pad takes only
+// non-negative paddings, and its VJP of DotGeneral only contracting axes in increasing order on
+// the rhs (see compat.go: compatPadVJPNegative, compatDotVJPAxesOrder), so a differentiable
+// lowering cuts by Slice and contracts a kernel laid out as [j…, c, o].
+type lowering struct{ differentiable bool }
+
+// cut returns x restricted to [starts[i], limits[i]) with strides (nil: all 1) on each axis: a
+// Slice when differentiable or a stride exceeds 1, else a Pad with non-positive paddings.
+func (l lowering) cut(x *Node, starts, limits, strides []int) *Node {
+	if l.differentiable || slices.ContainsFunc(strides, func(s int) bool { return s > 1 }) {
+		spec := make([]SliceAxisSpec, len(starts))
+		for i := range starts {
+			spec[i] = AxisRange(starts[i], limits[i])
+			if strides != nil {
+				spec[i] = spec[i].Stride(strides[i])
+			}
+		}
+		return Slice(x, spec...)
+	}
+	pads := make([]PadAxis, len(starts))
+	for i, d := range x.Shape().Dimensions {
+		pads[i] = PadAxis{Start: -starts[i], End: -(d - limits[i])}
+	}
+	return Pad(x, ScalarZero(x.Graph(), x.DType()), pads...)
+}
+
 // unitStrides reports whether Slice node n has stride 1 on every axis.
 func unitStrides(n *Node) bool {
 	return !slices.ContainsFunc(intsOf(opParam(n, "strides")), func(s int64) bool { return s > 1 })
-}
-
-// cropPads returns the non-positive paddings that restrict an array of dimensions dims to
-// [starts[i], limits[i]) on each axis i.
-func cropPads(dims, starts, limits []int) []PadAxis {
-	pads := make([]PadAxis, len(dims))
-	for i := range dims {
-		pads[i] = PadAxis{Start: -starts[i], End: -(dims[i] - limits[i])}
-	}
-	return pads
 }
 
 // maxPatchBytes bounds the patches of a convolution that lower computes as a product: beyond
@@ -192,22 +195,31 @@ func readConv(n *Node) convParams {
 // convAsDot returns the convolution of x with kernel k (parameters c) as the product of x's
 // patches with the kernel laid out as [(j, c), o], batched over the groups (see
 // lowerConvolutions).
-func convAsDot(x, k *Node, c convParams, cut cropper) *Node {
+func (l lowering) convAsDot(x, k *Node, c convParams) *Node {
 	r := len(c.axes.InputSpatial)
 	kernelSpatial := make([]int, r)
 	for i, axis := range c.axes.KernelSpatial {
 		kernelSpatial[i] = k.Shape().Dim(axis)
 	}
-	patches, outSpatial := convPatches(x, kernelSpatial, c, cut)
+	patches, outSpatial := l.convPatches(x, kernelSpatial, c)
 	kk := prod(kernelSpatial)
 	cIn, cOut := k.Shape().Dim(c.axes.KernelInputChannels), k.Shape().Dim(c.axes.KernelOutputChannels)
-	// The kernel as [j…, c, o], then [(j, c), o].
-	k = transposed(k, slices.Concat(c.axes.KernelSpatial, []int{c.axes.KernelInputChannels, c.axes.KernelOutputChannels}))
-	k = Reshape(k, kk*cIn, cOut)
 	n := patches.Shape().Dim(0)
 	spatial := slices.Concat([]int{n}, outSpatial) // patches: [n, p…, (j, c)]
-	var y *Node                                    // [n', p…, o]
+	if !l.differentiable && c.channelGroups == 1 && c.batchGroups == 1 {
+		// patches [n, p…, j…, c] · kernel over (j…, c), the kernel's axes as they are: the pass
+		// that follows (relayout) lays out whichever operand is invariant, once.
+		lhs := Reshape(patches, slices.Concat(spatial, kernelSpatial, []int{cIn})...)
+		y := Dot(lhs, k).General(axisRange(r+1, r+1), nil, append(slices.Clone(c.axes.KernelSpatial), c.axes.KernelInputChannels), nil)
+		return toOutputAxes(y, c)
+	}
+	// The kernel laid out as [j…, c, o], then [(j, c), o].
+	k = transposed(k, slices.Concat(c.axes.KernelSpatial, []int{c.axes.KernelInputChannels, c.axes.KernelOutputChannels}))
+	k = Reshape(k, kk*cIn, cOut)
+	var y *Node // [n', p…, o]
 	switch {
+	case c.channelGroups == 1 && c.batchGroups == 1:
+		y = Dot(patches, k).General([]int{r + 1}, nil, []int{0}, nil)
 	case c.channelGroups > 1:
 		g := c.channelGroups
 		// patches [n, p…, j, g, c'] · kernel [j, c', g, o'] over (j, c'), batched over g.
@@ -216,7 +228,7 @@ func convAsDot(x, k *Node, c convParams, cut cropper) *Node {
 		y = Dot(lhs, rhs).General([]int{r + 1, r + 3}, []int{r + 2}, []int{0, 1}, []int{2}) // [g, n, p…, o']
 		y = TransposeAllAxes(y, slices.Concat(axisRange(1, r+1), []int{0, r + 2})...)
 		y = Reshape(y, slices.Concat(spatial, []int{cOut})...)
-	case c.batchGroups > 1:
+	default:
 		g := c.batchGroups
 		// patches [g, n', p…, (j, c)] · kernel [(j, c), g, o'] over (j, c), batched over g.
 		lhs := Reshape(patches, slices.Concat([]int{g, n / g}, outSpatial, []int{kk * cIn})...)
@@ -224,10 +236,14 @@ func convAsDot(x, k *Node, c convParams, cut cropper) *Node {
 		y = Dot(lhs, rhs).General([]int{r + 2}, []int{0}, []int{0}, []int{1}) // [g, n', p…, o']
 		y = TransposeAllAxes(y, slices.Concat(axisRange(1, r+1), []int{0, r + 2})...)
 		y = Reshape(y, slices.Concat([]int{n / g}, outSpatial, []int{cOut})...)
-	default:
-		y = Dot(patches, k).General([]int{r + 1}, nil, []int{0}, nil)
 	}
-	// From [batch, spatial…, channels] to the output's axes.
+	return toOutputAxes(y, c)
+}
+
+// toOutputAxes returns y, [batch, spatial…, channels], with its axes in the convolution's
+// output layout.
+func toOutputAxes(y *Node, c convParams) *Node {
+	r := len(c.axes.InputSpatial)
 	perm := make([]int, r+2)
 	perm[c.axes.OutputBatch], perm[c.axes.OutputChannels] = 0, r+1
 	for i, axis := range c.axes.OutputSpatial {
@@ -253,7 +269,7 @@ func transposed(x *Node, perm []int) *Node {
 // position (x̂ at p·s + j·δ over j), whichever are fewer, so that the convolutions of reverse
 // mode whose kernel is an activation (GoMLX's VJP with respect to a kernel) are gathered in as
 // few pieces as forward ones; the pieces are concatenated.
-func convPatches(x *Node, kernelSpatial []int, c convParams, cut cropper) (*Node, []int) {
+func (l lowering) convPatches(x *Node, kernelSpatial []int, c convParams) (*Node, []int) {
 	r := len(c.axes.InputSpatial)
 	x = transposed(x, slices.Concat([]int{c.axes.InputBatch}, c.axes.InputSpatial, []int{c.axes.InputChannels}))
 	n, ch := x.Shape().Dim(0), x.Shape().Dim(r+1)
@@ -277,21 +293,15 @@ func convPatches(x *Node, kernelSpatial []int, c convParams, cut cropper) (*Node
 	if !perKernelPosition {
 		pieceDims, pieceCount, step, offset = kernelSpatial, outSpatial, c.kernelDilations, c.strides
 	}
-	unit := !slices.ContainsFunc(step, func(t int) bool { return t > 1 })
 	var pieces []*Node
 	for k := range prod(pieceCount) {
-		spec := []SliceAxisSpec{AxisRange()}
-		starts, limits := make([]int, r+2), slices.Clone(x.Shape().Dimensions)
+		starts, limits, strides := make([]int, r+2), slices.Clone(x.Shape().Dimensions), slices.Repeat([]int{1}, r+2)
 		for i, ki := range unravel(k, pieceCount) {
 			starts[i+1] = begin[i] + ki*offset[i]
 			limits[i+1] = starts[i+1] + (pieceDims[i]-1)*step[i] + 1
-			spec = append(spec, AxisRange(starts[i+1], limits[i+1]).Stride(step[i]))
+			strides[i+1] = step[i]
 		}
-		var pads []PadAxis
-		if unit {
-			pads = cropPads(x.Shape().Dimensions, starts, limits)
-		}
-		piece := cut(x, append(spec, AxisRange()), pads)
+		piece := l.cut(x, starts, limits, strides)
 		if !perKernelPosition {
 			piece = Reshape(piece, n, 1, prod(kernelSpatial)*ch)
 		}

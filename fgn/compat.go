@@ -47,6 +47,17 @@ const (
 	// (convlower.go). Checked: gomlx v0.28.16. Test: TestCompatDotVJPAxesOrder.
 	compatDotVJPAxesOrder = "DotGeneral's VJP misreads unordered contracting axes"
 
+	// compatMultiOutputClone: GoMLX's Node.CloneWithInputs of an op that may return extra outputs
+	// for its VJP (FusedScaledDotProductAttention, BatchNormForTraining, RNGBitGenerator) returns
+	// the first input of the node it rebuilds (r0.inputNodes[0]), which is the op's output only when
+	// the backend returned the extra outputs (splitNode then makes a node per output); the pure-Go
+	// backend returns one, so the clone of an attention layer is its query. Linearize's LogitsAt
+	// (and so the Levenberg-Marquardt trial loss) of every model with GoMLX's MultiHeadAttention was
+	// wrong. cloneNode (forward.go) rebuilds FusedScaledDotProductAttention from its parameters with
+	// BackendFusedScaledDotProductAttention. Checked: gomlx v0.28.16, compute v0.1.14 (pure-Go
+	// backend). Test: TestCompatMultiOutputClone.
+	compatMultiOutputClone = "CloneWithInputs of a one-output multi-output op returns its first input"
+
 	// compatRowDotsLargeKernel: the pure-Go backend's DotGeneral runs a batched product of two
 	// vectors per row, such as the row-wise dot products Einsum("ic,ic->i", a, a), on its large
 	// (packed, AVX-512) matrix kernel once b·C exceeds its small-product threshold (2²² flops),

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/shapes"
@@ -111,8 +112,17 @@ func (s *subgraph) clone(subst []*Node) []*Node {
 
 // cloneNode returns n's op applied to the inputs in, listed as n.Inputs lists them.
 func cloneNode(n *Node, in []*Node) *Node {
-	if n.Type() == NodeTypeFusedActivationVJP && len(in) == 3 {
-		in[1], in[2] = in[2], in[1] // see compat.go: compatFusedActivationVJPClone
+	switch n.Type() {
+	case NodeTypeFusedActivationVJP:
+		if len(in) == 3 {
+			in[1], in[2] = in[2], in[1] // see compat.go: compatFusedActivationVJPClone
+		}
+	case NodeTypeFusedScaledDotProductAttention:
+		// Rebuilt from its parameters: see compat.go: compatMultiOutputClone.
+		out, _ := BackendFusedScaledDotProductAttention(in[0], in[1], in[2],
+			opParamAs[compute.AttentionAxesLayout](n, "axesLayout"),
+			opParamAs[*compute.ScaledDotProductAttentionConfig](n, "options"))
+		return out
 	}
 	return n.CloneWithInputs(in...)
 }
@@ -619,6 +629,16 @@ func opParam(n *Node, field string) reflect.Value {
 		exceptions.Panicf("cannot read the parameter %q of %s", field, n.Type())
 	}
 	return v.FieldByName(field)
+}
+
+// opParamAs returns the static parameter field of node n's op as a T (opParam's value is read-only:
+// reflection refuses Interface on an unexported field, so the value is read through its address).
+func opParamAs[T any](n *Node, field string) T {
+	v := opParam(n, field)
+	if !v.CanAddr() || v.Type() != reflect.TypeFor[T]() {
+		exceptions.Panicf("cannot read the parameter %q of %s as %s", field, n.Type(), reflect.TypeFor[T]())
+	}
+	return *(*T)(unsafe.Pointer(v.UnsafeAddr()))
 }
 
 // nodeTangent applies n's rule, or localJVP when its op has none.

@@ -14,6 +14,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/layers"
 	"github.com/gomlx/gomlx/ml/layers/activation"
+	"github.com/gomlx/gomlx/ml/layers/attention"
 	layernorm "github.com/gomlx/gomlx/ml/layers/norm"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/nn"
@@ -130,6 +131,14 @@ var zoo = []zooCase{
 	{"mean pooling", []int{6, 6, 6, 2}, 0, NodeTypeReduceWindow, func(scope *model.Scope, x *Node) *Node {
 		c := layers.Convolution(scope.In("conv"), x).Filters(3).KernelSize(3).PadSame().Done()
 		return head(scope, MeanPool(Tanh(c)).Window(2).Done())
+	}},
+	{"multi-head attention, masked", []int{6, 5, 4}, 0, NodeTypeFusedScaledDotProductAttention, func(scope *model.Scope, x *Node) *Node {
+		mask := GreaterThan(ReduceSum(x, -1), ScalarZero(x.Graph(), x.DType())) // b×L
+		mask = LogicalOr(mask, Equal(Iota(x.Graph(), shapes.Make(dtypes.Int32, x.Shape().Dim(0), x.Shape().Dim(1)), 1),
+			ScalarZero(x.Graph(), dtypes.Int32))) // every query attends to at least one key
+		h := attention.MultiHeadAttention(scope.In("attention"), x, x, x, 2, 3).WithKeyMask(mask).WithQueryMask(mask).
+			WithOutputDim(4).Done()
+		return head(scope, ReduceMean(h, 1))
 	}},
 }
 
@@ -285,6 +294,35 @@ func (m *zooModel) jvpVJP(t *testing.T, tc zooCase, v, u []float64) (jv, jtu []f
 		jtu = append(jtu, flat64(o)...)
 	}
 	return jv, jtu
+}
+
+// TestLinearizeZooLogitsAt checks, on every layer of the zoo, that Linearize's LogitsAt, the
+// logits at other parameters that adaptive damping's trial loss takes, equals the model's logits
+// evaluated at those parameters.
+func TestLinearizeZooLogitsAt(t *testing.T) {
+	for i, tc := range zoo {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newZooModel(t, tc, uint64(300+i))
+			w := m.params()
+			shifted := slices.Clone(w)
+			for k, v := range randVec(m.rng, len(w)) {
+				shifted[k] += 0.3 * v
+			}
+			n := len(m.vars)
+			out, err := model.MustNewExec(testBackend, m.store, func(scope *model.Scope, in []*Node) *Node {
+				params := make(Vec, n)
+				for k, p := range m.vars {
+					params[k] = p.NodeValue(in[0].Graph())
+				}
+				return Linearize(tc.build(scope, in[0]), params).LogitsAt(Vec(in[1:]))
+			}).Call(append([]any{m.x}, m.split(shifted)...)...)
+			if err != nil {
+				t.Fatalf("%s: %+v", tc.name, err)
+			}
+			m.setParams(t, shifted)
+			check(t, "LogitsAt(w') vs the model's logits at w' (relative)", ref.RelErr(flat64(out[0]), m.logits(t, tc)), 1e-12)
+		})
+	}
 }
 
 // TestLinearizeZoo checks J_z v of Linearize, on every layer of the zoo, against central finite

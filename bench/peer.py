@@ -383,6 +383,16 @@ def blas_description():
     return desc
 
 
+def shared_machine(loads):
+    """A sentence for a report whose 1-minute loads (at start and end) say other jobs shared the
+    machine, else an empty list."""
+    if max(loads) <= THREADS + 0.5:
+        return []
+    return ["", f"The machine was shared with other jobs (1-minute load up to {max(loads):.1f} on {os.cpu_count()} "
+            "logical CPUs): these timings are not a quiet machine's, PyTorch's two OpenMP threads, which wait "
+            "for each other by spinning, least of all; regenerate them in a quiet window."]
+
+
 def ratio(a, b):
     return f"{a / b:.2f}"
 
@@ -497,6 +507,8 @@ def scale_report(rows, sgemm, loads, machine, started, steps, runs):
         f"- PyTorch {torch.__version__}, NumPy {np.__version__}, BLAS: {machine['blas']}",
         "",
     ]
+    if shared_machine(loads):
+        lines += shared_machine(loads)[1:] + [""]
     if not AVX2:
         lines += [f"![ms per step against C and against b]({SCALE_FIGURE.replace(os.sep, '/')}.png)", ""]
     lines += [
@@ -651,6 +663,8 @@ def zoo_report(go, peer, floors, runs, loads, machine, started):
         f"- machine: {machine['cpu']}; {platform.system()} {platform.release()}",
         f"- Go: {go_version}, {modules}, backend: pure Go (default), GOEXPERIMENT=simd",
         f"- PyTorch {torch.__version__}, {THREADS} threads, NumPy {np.__version__}, BLAS: {machine['blas']}",
+    ]
+    lines += shared_machine(loads) + [
         "",
         "| model | Adam ms/step | SGN ms/step | FGN ms/step | FGN / Adam | FGN / SGN | JVP / forward | VJP / forward | live peak MiB (Adam, SGN, FGN) |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -685,7 +699,7 @@ def zoo_report(go, peer, floors, runs, loads, machine, started):
             ("FGN step, N_CG = 5", "BenchmarkZooFixedCG", "FGN", "ms/step", "FGN")]
     kinds = {"tangent": "the tangent pass", "dual": "dual numbers"}
     jvps = set(peer["FGN JVP"])
-    jvp_kind = kinds[jvps.pop()] if len(jvps) == 1 else "whichever of the two was faster in that run"
+    jvp_kind = kinds[jvps.pop()] if len(jvps) == 1 else "whichever of the two was faster in each run"
     lines += [
         "",
         "### The CNN against PyTorch",
@@ -694,7 +708,7 @@ def zoo_report(go, peer, floors, runs, loads, machine, started):
         "reverse mode by `torch.autograd.grad`, J v by the tangent pass written out op by op as forward",
         "mode builds it, or by PyTorch's dual numbers, `torch.autograd.forward_ad`; the Adam step is",
         "`torch.optim.Adam`; the FGN step is FGN's matrix-free step with Levenberg-Marquardt damping and",
-        f"every one of the 5 CG iterations computed; its JVPs by {jvp_kind}, the faster product).",
+        f"every one of the 5 CG iterations computed, its JVPs by {jvp_kind}).",
         "The sgemm-equivalent floor is the time of the matrix products a product or step amounts to when",
         "each convolution is computed as im2col, [b·64, 9]·[9, 16] (conv1), [b·64, 144]·[144, 16] (conv2)",
         "and [b, 1024]·[1024, 10] (the dense layer), each shape timed with torch (best of 20, "

@@ -47,10 +47,11 @@ go_install() {
 }
 
 # cgo (go-xla's PJRT loader) needs a C compiler; jupyter-nbconvert, jupyter-client and
-# python3-nbclient execute the notebooks headlessly. With --browser also the classic Notebook
+# python3-nbclient execute the notebooks headlessly; poppler-utils (pdftotext, pdffonts,
+# pdftoppm) reads the figures' PDFs back in the tests of experiments/plot/plottest. With --browser also the classic Notebook
 # (jupyter-notebook) and chromium, which run them in a browser (.ci/browser.sh); the image, whose
 # front end is JupyterLab, does without.
-packages=(gcc libc6-dev ca-certificates git jupyter-nbconvert jupyter-client python3-nbclient)
+packages=(gcc libc6-dev ca-certificates git jupyter-nbconvert jupyter-client python3-nbclient poppler-utils)
 case "${1:-}" in
   "") ;;
   --browser) packages+=(jupyter-notebook chromium) ;;

@@ -1,7 +1,7 @@
 // Command scalefig draws the step times of `bench/peer.py --scale` from the CSV file it writes
 // (bench/step_scale.csv): two log-log panels, ms per step against the number of classes C (at
 // b=512) and against the batch size b (at C=4096), one curve per method for the Go step in the
-// method's style, its PyTorch peer dotted in the same colour, and the sgemm time of one b×d×C
+// method's style, its PyTorch peer as a thin line with crosses in the same colour, and the sgemm time of one b×d×C
 // product, whose multiples are the methods' floors. It writes base.svg, base.png and base.pdf.
 //
 //	go run ./bench/scalefig -csv bench/step_scale.csv -out bench/step_scale
@@ -10,10 +10,10 @@ package main
 import (
 	"flag"
 	"fmt"
+	"image/color"
 	"os"
 	"slices"
 
-	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
@@ -35,27 +35,39 @@ func main() {
 	}
 }
 
+// The size of each panel.
+var panelWidth, panelHeight = plot.PanelWidth * 1.25, plot.PanelHeight * 1.25
+
 func run(csvPath, out string) error {
-	t, err := report.Read(csvPath)
+	panels, err := figure(csvPath)
 	if err != nil {
 		return err
 	}
+	_, err = plot.SaveRow(panels, panelWidth, panelHeight, out)
+	return err
+}
+
+// figure returns the two panels drawn from the CSV file.
+func figure(csvPath string) ([]*plot.Plot, error) {
+	t, err := report.Read(csvPath)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := readRows(t)
 	if err != nil {
-		return fmt.Errorf("%s: %w", csvPath, err)
+		return nil, fmt.Errorf("%s: %w", csvPath, err)
 	}
 	byC, err := panel(rows, "(a) classes, b = 512", "number of classes C", true,
 		func(r row) (float64, bool) { return float64(r.classes), r.batch == classAxisBatch })
 	if err != nil {
-		return err
+		return nil, err
 	}
 	byB, err := panel(rows, "(b) batch, C = 4096", "batch size b", false,
 		func(r row) (float64, bool) { return float64(r.batch), r.classes == batchAxisClasses })
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = plot.SaveRow([]*plot.Plot{byC, byB}, plot.PanelWidth*1.25, plot.PanelHeight*1.25, out)
-	return err
+	return []*plot.Plot{byC, byB}, nil
 }
 
 // row is one (b, C, method) cell of the CSV file.
@@ -91,8 +103,11 @@ func readRows(t *report.Table) ([]row, error) {
 	return rows, nil
 }
 
-// peerDashes is the dash pattern of the PyTorch curves.
-var peerDashes = []vg.Length{vg.Points(1), vg.Points(1.5)}
+// peerStyle is the style of the PyTorch curve of a method drawn in clr: a thin line in a paler
+// clr with crosses at the measurements, unlike every method's line.
+func peerStyle(clr color.Color) plot.Style {
+	return plot.Style{Color: clr, Width: vg.Points(0.6), Glyph: draw.CrossGlyph{}}
+}
 
 // panel draws the rows on which x reports true against x, in increasing x, with the legend when
 // legend is set.
@@ -145,15 +160,14 @@ func panel(rows []row, title, xLabel string, legend bool, x func(row) (float64, 
 		if err := plot.AddSeries(p, label, style, xs, goMS); err != nil {
 			return nil, err
 		}
-		if err := plot.AddSeries(p, "", plot.Style{Color: plot.Translucent(style.Color, 0.6), Dashes: peerDashes}, xs, torchMS); err != nil {
+		if err := plot.AddSeries(p, "", peerStyle(plot.Translucent(style.Color, 0.7)), xs, torchMS); err != nil {
 			return nil, err
 		}
 	}
 	sgemmLabel := ""
 	if legend {
 		// The PyTorch curves share one legend entry, drawn in black.
-		p.Legend.Add("its PyTorch peer (dotted)", &plotter.Line{LineStyle: draw.LineStyle{
-			Color: plot.Series(3).Color, Width: plot.LineWidth, Dashes: peerDashes}})
+		plot.AddLegendEntry(p, "its PyTorch peer (thin, ×)", peerStyle(plot.Series(3).Color))
 		sgemmLabel = "one b×d×C sgemm (OpenBLAS)"
 	}
 	if err := plot.AddSeries(p, sgemmLabel, plot.Series(0), sgemmX, sgemmY); err != nil {

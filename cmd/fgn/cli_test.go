@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -86,6 +87,35 @@ func TestCLIConventions(t *testing.T) {
 		{"version with a bad backend", []string{"version"}, "bogus", 2, "", `GOMLX_BACKEND="bogus"`},
 		{"eval label outside the training classes", append([]string{"train", "--eval-features", ex, "--eval-labels", ey}, files...), "", 1, "",
 			"train: evaluation split: label 9 of example 4 is outside [0, 3)"},
+		// Flags that do not apply, and impossible outputs, stop the command before any work.
+		{"learning rate 0 names no method", []string{"train", "--learning-rate", "0", "--method", "fgn"}, "", 2, "",
+			`train: invalid value "0" for flag -learning-rate: want a finite value > 0`},
+		{"fgn on an MLP", []string{"train", "--hidden", "8", "--method", "adam,fgn", "--out", out}, "", 2, "",
+			"train: --method fgn needs an affine head's closed-form row Gram, which an MLP (--hidden 8) has not: use fgn-matrix-free in --method, or --hidden 0"},
+		{"holdout with an evaluation pair", append([]string{"train", "--eval-features", ex, "--eval-labels", ey, "--holdout", "0.5"}, files...), "", 2, "",
+			"train: --holdout does not apply: --eval-features and --eval-labels are evaluated"},
+		{"holdout with a cache", []string{"train", "--data", cache, "--holdout", "0.5", "--out", out}, "", 2, "", "train: --holdout does not apply: the data come from --data"},
+		{"dim with file data", append([]string{"train", "--dim", "5"}, files...), "", 2, "", "train: --dim does not apply: the data come from --train-features"},
+		{"separation with a cache", []string{"train", "--data", cache, "--separation", "1", "--out", out}, "", 2, "", "train: --separation does not apply"},
+		{"standardize with the synthetic mixture", []string{"train", "--standardize=false", "--out", out}, "", 2, "", "train: --standardize does not apply"},
+		{"damping with adam only", []string{"train", "--method", "adam", "--damping", "2", "--out", out}, "", 2, "",
+			"train: --damping does not apply: it sets SGN and FGN, and --method has neither"},
+		{"stopping rule without fgn", []string{"train", "--method", "adam,sgn", "--cg-stopping-rule", "parameter", "--out", out}, "", 2, "",
+			"train: --cg-stopping-rule does not apply: it sets FGN's CG"},
+		{"train out is a file", []string{"train", "--out", tx}, "", 2, "", "--out " + tx + ": a file is there, not a directory"},
+		{"train out under a file", []string{"train", "--out", filepath.Join(tx, "sub")}, "", 2, "", "is a file, not a directory"},
+		{"reproduce out is a file", []string{"reproduce", "--out", tx}, "", 2, "", "--out " + tx + ": a file is there"},
+		{"figure out is a file", []string{"figure", "mechanism", "--panels", "b", "--out", tx}, "", 2, "", "--out " + tx + ": a file is there"},
+		{"headopt out is a file", []string{"headopt", "--synthetic", "--out", tx}, "", 2, "", "--out " + tx + ": a file is there"},
+		{"verify out is a file", []string{"verify", "--artifact", "../../artifact.yaml", "--out", tx}, "", 2, "", "--out " + tx + ": a file is there"},
+		{"from-csv computes nothing", []string{"figure", "mechanism", "--from-csv", "--panels", "a", "--out", out}, "", 2, "",
+			"figure mechanism: --panels does not apply: --from-csv computes no panel"},
+		{"profile without panel (a)", []string{"figure", "mechanism", "--panels", "b,c", "--profile", "smoke", "--out", out}, "", 2, "",
+			"figure mechanism: --profile does not apply: it sets panel (a)'s timing"},
+		{"t-max without panel (c)", []string{"figure", "mechanism", "--panels", "b", "--t-max", "2", "--out", out}, "", 2, "",
+			"figure mechanism: --t-max does not apply"},
+		{"select writes --config, not under --out", []string{"headopt", "select", "--synthetic", "--config", filepath.Join(dir, "c.json"), "--out", out}, "", 2, "",
+			"headopt select: --out does not apply: --config names the output file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("GOMLX_BACKEND", tc.env)
@@ -127,18 +157,27 @@ func TestTrainPrintsClasses(t *testing.T) {
 	if err := s.Save(x, y); err != nil {
 		t.Fatal(err)
 	}
+	// The largest label, 7, first at example 5: it sets C = 8.
+	s.Y[5], s.Y[9] = 7, 7
+	x7, y7 := filepath.Join(dir, "x7.npy"), filepath.Join(dir, "y7.npy")
+	if err := s.Save(x7, y7); err != nil {
+		t.Fatal(err)
+	}
+	synthetic := []string{"--examples", "64", "--dim", "2"}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{nil, "C=32 classes (the synthetic mixture's default)"},
-		{[]string{"--classes", "4"}, "C=4 classes (--classes)"},
-		{[]string{"--train-features", x, "--train-labels", y, "--holdout", "0.25"}, "C=3 classes (1 + the largest training label)"},
+		{synthetic, "C=32 classes (the synthetic mixture's default)"},
+		{append(synthetic, "--classes", "4"), "C=4 classes (--classes)"},
+		{[]string{"--train-features", x, "--train-labels", y, "--holdout", "0.25"},
+			"C=3 classes (1 + the largest training label, 2, of example "},
+		{[]string{"--train-features", x7, "--train-labels", y7, "--holdout", "0.25"},
+			"C=8 classes (1 + the largest training label, 7, of example 5 in " + y7 + "; --classes sets it)"},
 		{[]string{"--train-features", x, "--train-labels", y, "--holdout", "0.25", "--classes", "5"}, "C=5 classes (--classes)"},
 	} {
 		var stdout, stderr bytes.Buffer
-		args := append([]string{"train", "--examples", "64", "--dim", "2", "--batch", "8", "--epochs", "1",
-			"--method", "adam", "--out", t.TempDir(), "--quiet"}, tc.args...)
+		args := append([]string{"train", "--batch", "8", "--epochs", "1", "--method", "adam", "--out", t.TempDir(), "--quiet"}, tc.args...)
 		if err := run(args, &stdout, &stderr); err != nil {
 			t.Fatal(err)
 		}
@@ -178,5 +217,44 @@ func TestCodeIdentityGoRunGoBuild(t *testing.T) {
 	built, ran := code(exe, "version"), code("go", "run", ".", "version")
 	if built != ran || !strings.Contains(built, "source sha256:") {
 		t.Errorf("code identity: go build %q, go run %q; want the same source hash", built, ran)
+	}
+}
+
+// TestTrainHiddenAndTable trains an MLP with the default methods: FGN becomes its matrix-free
+// variant, which the output says, and every row of the summary table puts its numbers in the
+// header's columns, the longest method name included.
+func TestTrainHiddenAndTable(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{"train", "--hidden", "4", "--examples", "64", "--dim", "3", "--classes", "3", "--batch", "16", "--epochs", "1",
+		"--out", out, "--quiet"}
+	if err := run(args, &stdout, &stderr); err != nil {
+		t.Fatalf("train --hidden 4: %v\n%s", err, stderr.String())
+	}
+	if want := "methods: adam,sgn,fgn-matrix-free (an MLP, --hidden 4, has no closed-form row Gram"; !strings.Contains(stdout.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, stdout.String())
+	}
+	if _, err := os.Stat(filepath.Join(out, "fgn-matrix-free_seed1.csv")); err != nil {
+		t.Error(err)
+	}
+	lines := strings.Split(stdout.String(), "\n")
+	header := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "method ") })
+	if header < 0 || header+3 >= len(lines) {
+		t.Fatalf("no summary table:\n%s", stdout.String())
+	}
+	// Each column ends where the header's title ends, in characters (the header has a λ).
+	var ends []int
+	for _, title := range []string{"train CE", "eval CE", "eval acc", "opt seconds", "ms/step", "CG its", "skipped", "rejected", "λ"} {
+		i := strings.Index(lines[header], title)
+		ends = append(ends, len([]rune(lines[header][:i]))+len([]rune(title)))
+	}
+	for _, line := range lines[header+1 : header+4] {
+		row, fields := []rune(line), strings.Fields(line)
+		for k, end := range ends {
+			if end > len(row) || !strings.HasSuffix(string(row[:end]), " "+fields[k+1]) {
+				t.Errorf("row %q: column %d (%s) does not end at the header's column %d:\n%s", fields[0], k+1, fields[k+1], end, stdout.String())
+				break
+			}
+		}
 	}
 }

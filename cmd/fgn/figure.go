@@ -67,6 +67,14 @@ func runFigureMechanism(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return cli.UsageError{Err: fmt.Errorf("figure mechanism: --profile: %w", err)}
 	}
+	if *fromCSV {
+		if err := c.notApplicable("--from-csv computes no panel", "panels", "profile", "t-max", "backend"); err != nil {
+			return err
+		}
+	}
+	if err := checkOutDir("out", *out); err != nil {
+		return err
+	}
 	stepCfg := plan.StepTime
 	var which []string
 	if !*fromCSV {
@@ -80,6 +88,19 @@ func runFigureMechanism(args []string, stdout, stderr io.Writer) error {
 			}
 			which = append(which, p)
 		}
+	}
+	if !slices.Contains(which, "a") {
+		if err := c.notApplicable("it sets panel (a)'s timing, and --panels does not compute panel (a)", "profile"); err != nil {
+			return err
+		}
+	}
+	if !slices.Contains(which, "c") {
+		if err := c.notApplicable("it sets panel (c), and --panels does not compute panel (c)", "t-max"); err != nil {
+			return err
+		}
+	}
+	if err := ready(); err != nil {
+		return err
 	}
 	agreeCfg := mechanism.DefaultAgreement
 	agreeCfg.TMax = *tMax

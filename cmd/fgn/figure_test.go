@@ -25,7 +25,7 @@ func TestFigureErrors(t *testing.T) {
 		{[]string{"figure", "mechanism", "--panels", "a,d"}, `unknown panel "d"`},
 		{[]string{"figure", "mechanism", "--bogus"}, "flag provided but not defined"},
 		{[]string{"figure", "mechanism", "extra"}, `unexpected argument "extra"`},
-		{[]string{"figure", "mechanism", "--from-csv", "--out", empty}, "--panels a"},
+		{[]string{"figure", "mechanism", "--from-csv", "--out", empty}, "--panels a,b,c"},
 		{[]string{"figure", "mechanism", "--panels", "c", "--t-max", "0", "--out", empty}, `invalid value "0" for flag -t-max: want a finite value > 0`},
 	} {
 		var out, errOut bytes.Buffer
@@ -67,6 +67,15 @@ func TestFigureMechanism(t *testing.T) {
 		if _, err := os.Stat(path); err != nil {
 			t.Error(err)
 		}
+	}
+	// figures/README's "the exact panels only": without panel (a)'s CSV the figure has (b), (c).
+	fresh := t.TempDir()
+	out.Reset()
+	if err := run([]string{"figure", "mechanism", "--panels", "b,c", "--out", fresh}, &out, &errOut); err != nil {
+		t.Fatalf("figure mechanism --panels b,c without panel (a)'s CSV: %v\n%s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), "panel (a) left out") {
+		t.Errorf("--panels b,c without panel (a)'s CSV does not say that (a) is left out:\n%s", out.String())
 	}
 	out.Reset()
 	if err := run([]string{"figure", "mechanism", "--from-csv", "--out", dir}, &out, &errOut); err != nil {

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/gomlx/compute"
 
@@ -116,20 +121,66 @@ func (o *optional[T]) get() (T, bool) { return o.value, o.given }
 
 // optionalInt defines an int flag (≥ min) whose default is described by def.
 func (c *command) optionalInt(name, def string, min int, usage string) *optional[int] {
-	var n int
-	o := &optional[int]{def: def, format: strconv.Itoa,
-		parse: func(s string) (int, error) { return n, intValue{p: &n, min: min}.Set(s) }}
+	o := &optional[int]{def: def, format: strconv.Itoa, parse: func(s string) (int, error) {
+		var n int
+		err := intValue{p: &n, min: min}.Set(s)
+		return n, err
+	}}
 	c.Var(o, name, fmt.Sprintf("%s; an `integer` ≥ %d", usage, min))
 	return o
 }
 
-// settingValue is a flag for one field of method.Hyper. A value is accepted when Validate accepts
-// the paper's hyper-parameters (method.Paper) of Adam and of FGN with that field set to it, so the
-// command line takes exactly the values the experiments take, and its error names the setting's
-// range.
+// optionalPositiveFloat defines a float flag (finite and > 0) whose default is described by def.
+func (c *command) optionalPositiveFloat(name, def, usage string) *optional[float64] {
+	o := &optional[float64]{def: def, format: formatFloat, parse: func(s string) (float64, error) {
+		var f float64
+		err := floatValue{p: &f}.Set(s)
+		return f, err
+	}}
+	c.Var(o, name, usage+"; a `number` > 0")
+	return o
+}
+
+// notApplicable returns a usage error naming the first of the flags given on the command line,
+// which do not apply for the reason given ("the data come from --data"), or nil when none is.
+func (c *command) notApplicable(reason string, names ...string) error {
+	for _, name := range names {
+		if c.set(name) {
+			return cli.Usagef("%s: --%s does not apply: %s", strings.TrimPrefix(c.Name(), "fgn "), name, reason)
+		}
+	}
+	return nil
+}
+
+// checkOutDir returns a usage error when the output directory dir, given by --flag, cannot be
+// one: it, or the nearest of its parents that exists, is not a directory. Commands call it before
+// any work, so that a bad --out fails at once rather than after a run.
+func checkOutDir(flag, dir string) error {
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		st, err := os.Stat(p)
+		switch {
+		case err == nil && st.IsDir():
+			return nil
+		case err == nil:
+			if p == filepath.Clean(dir) {
+				return cli.Usagef("--%s %s: a file is there, not a directory", flag, dir)
+			}
+			return cli.Usagef("--%s %s: %s is a file, not a directory", flag, dir, p)
+		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR): // ENOTDIR: a parent is a file
+			return cli.Usagef("--%s %s: %v", flag, dir, err)
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
+}
+
+// settingValue is a flag for one field of SGN's and FGN's fgn.Settings. A value is accepted when
+// Validate accepts the paper's settings (method.Paper) with that field set to it, so the command
+// line takes exactly the values the experiments take, and its error names the setting's range.
 type settingValue[T any] struct {
 	parse func(string) (T, error)
-	set   func(*method.Hyper, T)
+	set   func(*fgn.Settings, T)
 }
 
 func (v settingValue[T]) check(s string) (T, error) {
@@ -137,26 +188,16 @@ func (v settingValue[T]) check(s string) (T, error) {
 	if err != nil {
 		return x, err
 	}
-	h := method.Hyper{Adam: method.Paper(method.Adam).Adam, GN: method.Paper(method.FGN).GN}
-	v.set(&h, x)
-	if err := h.Validate(method.Adam); err != nil {
-		return x, err
-	}
-	return x, h.Validate(method.FGN)
+	settings := method.Paper(method.FGN).GN
+	v.set(&settings, x)
+	return x, settings.Validate()
 }
 
-// setting defines a flag for one field of method.Hyper whose default is value.
+// setting defines a flag for one field of fgn.Settings whose default is value.
 func setting[T any](c *command, name string, value T, format func(T) string, v settingValue[T], usage string) *T {
 	o := &optional[T]{value: value, given: true, format: format, parse: v.check}
 	c.Var(o, name, usage)
 	return &o.value
-}
-
-// optionalSetting defines a flag for one field of method.Hyper whose default is described by def.
-func optionalSetting[T any](c *command, name, def string, format func(T) string, v settingValue[T], usage string) *optional[T] {
-	o := &optional[T]{def: def, format: format, parse: v.check}
-	c.Var(o, name, usage)
-	return o
 }
 
 func parseFloat(s string) (float64, error) {

@@ -57,25 +57,33 @@ func addHeadoptFlags(fs *command) *headoptFlags {
 // load returns the backend, the profile and the data the flags name, refusing data on which a
 // run of the profile's methods would not fit in the machine's memory (train.CheckMemory).
 func (f *headoptFlags) load() (compute.Backend, headopt.Profile, *headopt.Data, error) {
+	plan, err := profile.Named(*f.profile)
+	switch {
+	case err != nil:
+		err = cli.UsageError{Err: fmt.Errorf("headopt: --profile: %w", err)}
+	case *f.synthetic && *f.features != "":
+		err = cli.Usagef("headopt: --features and --synthetic exclude each other")
+	case !*f.synthetic && *f.features == "":
+		err = cli.Usagef("headopt: name the data: --features DIR (a feature cache) or --synthetic (a stand-in, not Cars196)")
+	default:
+		err = checkOutDir("out", *f.out)
+	}
+	if err == nil {
+		err = ready()
+	}
+	if err != nil {
+		return nil, headopt.Profile{}, nil, err
+	}
 	be, err := newBackend(*f.backend)
 	if err != nil {
 		return nil, headopt.Profile{}, nil, err
 	}
-	plan, err := profile.Named(*f.profile)
-	if err != nil {
-		return nil, headopt.Profile{}, nil, cli.UsageError{Err: fmt.Errorf("headopt: --profile: %w", err)}
-	}
 	p := plan.Headopt
 	var d *headopt.Data
-	switch {
-	case *f.synthetic && *f.features != "":
-		err = cli.Usagef("headopt: --features and --synthetic exclude each other")
-	case *f.synthetic:
+	if *f.synthetic {
 		d, err = headopt.Synthetic(p)
-	case *f.features != "":
+	} else {
 		d, err = headopt.LoadCache(*f.features)
-	default:
-		err = cli.Usagef("headopt: name the data: --features DIR (a feature cache) or --synthetic (a stand-in, not Cars196)")
 	}
 	if err != nil {
 		return be, p, d, err
@@ -111,8 +119,12 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 	thresholdsFlag := fs.String("thresholds", "", "comma-separated time-to-threshold accuracies in percent (default: 42,43,44 on Cars196, the profile's scaled ones on the stand-in, none on other caches)")
 	gridPoints := fs.intAtLeast("grid-points", headopt.DefaultGridPoints, 2, "points of the shared wall-time grid")
 	seeds := fs.optionalInt("seeds", "the profile's count", 1, "run seeds 1..N (e.g. 1 to time one seed of the full protocol)")
+	fromCSV := fs.Bool("from-csv", false, "compute nothing: redraw Figure 2, Table 1's Markdown and LaTeX and the caption, and the CG stopping-rule ablation's figure and caption, from the CSV files in --out")
 	if err := fs.parse(args); err != nil {
 		return err
+	}
+	if *fromCSV {
+		return redrawHeadopt(fs, hf, stdout)
 	}
 	var thresholds []float64 // nil: headopt.Thresholds
 	if *thresholdsFlag != "" {
@@ -165,6 +177,45 @@ func runHeadopt(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// redrawHeadopt is "headopt --from-csv": Figure 2, Table 1's Markdown and LaTeX and the caption
+// drawn again from the CSV files of a finished sweep in --out, and the CG stopping-rule ablation's
+// figure and caption when its CSV file is there (fgn reproduce writes it), for the data
+// --features or --synthetic names (the file names' tag and the titles).
+func redrawHeadopt(fs *command, hf *headoptFlags, stdout io.Writer) error {
+	if err := fs.notApplicable("--from-csv computes nothing", "profile", "config", "thresholds", "grid-points", "seeds", "backend"); err != nil {
+		return err
+	}
+	if *hf.synthetic == (*hf.features != "") {
+		return cli.Usagef("headopt: name the data of the CSV files: --features DIR or --synthetic")
+	}
+	if err := checkOutDir("out", *hf.out); err != nil {
+		return err
+	}
+	if err := ready(); err != nil {
+		return err
+	}
+	tag, title, err := headopt.CacheNames(*hf.features) // "" for the stand-in
+	if err != nil {
+		return err
+	}
+	paths, err := headopt.Redraw(headopt.FilesFor(*hf.out, tag), title, tag)
+	if ablation := headopt.AblationFilesFor(*hf.out, tag); err == nil && exists(ablation.Steps) {
+		var more []string
+		more, err = headopt.RedrawAblation(ablation, title)
+		paths = append(paths, more...)
+	}
+	for _, path := range paths {
+		fmt.Fprintf(stdout, "wrote %s\n", path)
+	}
+	return err
+}
+
+// exists reports whether a file is at path.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
 // runHeadoptSelect is "headopt select".
 func runHeadoptSelect(args []string, stdout, stderr io.Writer) error {
 	fs := newCommand("headopt select", headoptHelp, stdout)
@@ -178,6 +229,11 @@ func runHeadoptSelect(args []string, stdout, stderr io.Writer) error {
 	}
 	if !(*fraction < 1) {
 		return cli.Usagef("headopt select: --val-fraction %g: want a fraction in (0, 1)", *fraction)
+	}
+	if *file != "" {
+		if err := fs.notApplicable("--config names the output file", "out"); err != nil {
+			return err
+		}
 	}
 	be, p, d, err := hf.load()
 	if err != nil {

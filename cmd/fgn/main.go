@@ -139,6 +139,22 @@ func (c *command) printHelp(w io.Writer) {
 	c.SetOutput(io.Discard)
 }
 
+// checkOnly, set by the documentation's test, makes every subcommand stop once its command line
+// is validated, before any work, returning errCheckOnly (see ready).
+var checkOnly bool
+
+// errCheckOnly is what a subcommand returns in place of its work under checkOnly.
+var errCheckOnly = errors.New("the command line is valid (check only)")
+
+// ready is called by every subcommand once its command line is validated and before any work
+// (building a backend, reading data, writing files): nil, or errCheckOnly under checkOnly.
+func ready() error {
+	if checkOnly {
+		return errCheckOnly
+	}
+	return nil
+}
+
 // set reports whether the flag name was given on the command line.
 func (c *command) set(name string) bool {
 	given := false

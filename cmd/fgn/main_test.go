@@ -264,6 +264,30 @@ func TestHeadoptSeeds(t *testing.T) {
 	if seeds, err := tab.Floats("seeds"); err != nil || !slices.Equal(seeds, []float64{1, 1, 1}) {
 		t.Errorf("table seeds column %v (%v), want 1 per method", seeds, err)
 	}
+
+	// --from-csv redraws Figure 2, Table 1's Markdown and LaTeX and the caption: the same bytes.
+	drawn := []string{"figure2_synthetic_standin.svg", "figure2_synthetic_standin.png", "figure2_synthetic_standin.pdf",
+		"table1_synthetic_standin.md", "table1_synthetic_standin.tex", "figure2_synthetic_standin.caption.md"}
+	before := map[string][]byte{}
+	for _, f := range drawn {
+		before[f] = mustRead(t, filepath.Join(out, f))
+		if err := os.Remove(filepath.Join(out, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stdout.Reset()
+	if err := run([]string{"headopt", "--synthetic", "--from-csv", "--out", out}, &stdout, &stderr); err != nil {
+		t.Fatalf("headopt --from-csv: %v\n%s", err, stderr.String())
+	}
+	for _, f := range drawn {
+		if got := mustRead(t, filepath.Join(out, f)); !bytes.Equal(got, before[f]) {
+			t.Errorf("headopt --from-csv wrote %s differently from the sweep", f)
+		}
+	}
+	if err := run([]string{"headopt", "--synthetic", "--from-csv", "--profile", "smoke", "--out", out}, &stdout, &stderr); err == nil ||
+		!strings.Contains(err.Error(), "--profile does not apply: --from-csv computes nothing") {
+		t.Errorf("headopt --from-csv --profile smoke: error %v, want one saying --profile does not apply", err)
+	}
 }
 
 func mustRead(t *testing.T, path string) []byte {

@@ -42,6 +42,9 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return cli.Usagef("reproduce: --out is empty")
 	}
+	if err := checkOutDir("out", *out); err != nil {
+		return err
+	}
 	plan, err := profile.Named(*profileName)
 	if err != nil {
 		return cli.UsageError{Err: fmt.Errorf("reproduce: --profile: %w", err)}
@@ -53,6 +56,9 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 	if c.set("features") && !hasCache {
 		return cli.Usagef("reproduce: --features %s: no feature cache there (want %s)", *featuresDir,
 			strings.Join(reproduce.CacheFiles(*featuresDir), ", "))
+	}
+	if err := ready(); err != nil {
+		return err
 	}
 	be, err := newBackend(*backendFlag)
 	if err != nil {

@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/train"
 	"github.com/fgn-paper/fgn/features"
+	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/cli"
 	"github.com/fgn-paper/fgn/internal/progress"
@@ -22,17 +25,24 @@ one-time shuffle, wrap-around padding, evaluation every --eval-every steps) and 
 CSV per method to --out. Data: a feature cache directory (--data, as written by data/fetch), a pair
 of .npy files (--train-features/--train-labels, optionally --eval-features/--eval-labels; without
 them a stratified --holdout of the training file is evaluated), or, by default, a synthetic
-Gaussian mixture. The number of classes is --classes, or 1 + the largest training label (printed);
-a held-out label outside the classes is an error.
+Gaussian mixture. The number of classes is --classes, or 1 + the largest training label (printed
+with the example that holds it); a held-out label outside the classes is an error. A flag that
+does not apply to the data or methods chosen (--dim with file data, --holdout with an evaluation
+pair, --damping with --method adam, ...) is an error. With --hidden (an MLP, which has no
+closed-form row Gram) the default methods train FGN with its matrix-free row operator.
 `
 
 // setLearningRate sets the step size α of every method.
 func setLearningRate(h *method.Hyper, x float64) { h.Adam.LearningRate, h.GN.LearningRate = x, x }
 
+// defaultMethods are --method's default; with --hidden, FGN is its matrix-free variant.
+const defaultMethods = "adam,sgn,fgn"
+
 // runTrain is the "train" subcommand.
 func runTrain(args []string, stdout, stderr io.Writer) error {
 	c := newCommand("train", trainHelp, stdout)
-	methods := c.String("method", "adam,sgn,fgn", "comma-separated methods, each once: adam, sgn, fgn (closed-form row Gram on an affine head), fgn-matrix-free")
+	methods := c.String("method", defaultMethods, "comma-separated methods, each once: adam, sgn, fgn (closed-form row Gram on an "+
+		"affine head), fgn-matrix-free (default with --hidden: adam,sgn,fgn-matrix-free)")
 	dataDir := c.String("data", "", "feature cache directory with train_* and test_* .npy files (excludes --train-features)")
 	trainX := c.String("train-features", "", "training features .npy (N×D float32/float64)")
 	trainY := c.String("train-labels", "", "training labels .npy (N integers)")
@@ -50,20 +60,18 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	evalEvery := c.intAtLeast("eval-every", 64, 1, "steps between evaluations")
 	seed := c.Uint64("seed", 1, "seed of the initialisation and the one-time shuffle")
 	adam, paper := method.Paper(method.Adam).Adam, method.Paper(method.FGN).GN
-	learningRate := optionalSetting(c, "learning-rate", fmt.Sprintf("%g for adam, %g for sgn and fgn",
-		adam.LearningRate, paper.LearningRate), formatFloat,
-		settingValue[float64]{parseFloat, setLearningRate},
-		"step size α of every method; a `number` > 0")
+	learningRate := c.optionalPositiveFloat("learning-rate", fmt.Sprintf("%g for adam, %g for sgn and fgn",
+		adam.LearningRate, paper.LearningRate), "step size α of every method")
 	damping := setting(c, "damping", paper.Damping, formatFloat,
-		settingValue[float64]{parseFloat, func(h *method.Hyper, x float64) { h.GN.Damping = x }},
+		settingValue[float64]{parseFloat, func(s *fgn.Settings, x float64) { s.Damping = x }},
 		"damping λ for SGN/FGN, the initial λ with --damping-policy lm; a `number` > 0")
 	dampingPolicy := c.dampingPolicy("damping-policy", "damping policy for SGN/FGN, the paper's constant λ or "+
 		"Levenberg-Marquardt on the gain ratio ρ")
 	cgMaxIterations := setting(c, "cg-max-iterations", paper.CG.MaxIterations, strconv.Itoa,
-		settingValue[int]{parseInt, func(h *method.Hyper, x int) { h.GN.CG.MaxIterations = x }},
+		settingValue[int]{parseInt, func(s *fgn.Settings, x int) { s.CG.MaxIterations = x }},
 		"CG iteration cap for SGN/FGN; an `integer` ≥ 1")
 	cgTolerance := setting(c, "cg-tolerance", paper.CG.Tolerance, formatFloat,
-		settingValue[float64]{parseFloat, func(h *method.Hyper, x float64) { h.GN.CG.Tolerance = x }},
+		settingValue[float64]{parseFloat, func(s *fgn.Settings, x float64) { s.CG.Tolerance = x }},
 		"CG relative residual tolerance for SGN/FGN; a `number` ≥ 0")
 	cgStoppingRule := paper.CG.StoppingRule
 	c.TextVar(&cgStoppingRule, "cg-stopping-rule", paper.CG.StoppingRule, "FGN's CG stopping rule: parameter "+
@@ -74,7 +82,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err := c.parse(args); err != nil {
 		return err
 	}
-	ms, err := parseMethods(*methods)
+	ms, err := trainMethods(c, *methods, *hidden, stdout)
 	if err != nil {
 		return err
 	}
@@ -89,6 +97,15 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	case !(*holdout < 1):
 		return cli.Usagef("train: --holdout %g: want a fraction in (0, 1)", *holdout)
 	}
+	if err := trainFlagsApply(c, ms, *dataDir, files, *evalX != ""); err != nil {
+		return err
+	}
+	if err := checkOutDir("out", *out); err != nil {
+		return err
+	}
+	if err := ready(); err != nil {
+		return err
+	}
 	be, err := newBackend(*backendFlag)
 	if err != nil {
 		return err
@@ -101,13 +118,20 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case *dataDir != "":
 		source = "cache " + *dataDir
-		if trainSet, err = features.LoadSplit(*dataDir, "train"); err == nil {
-			evalSet, err = features.LoadSplit(*dataDir, "test")
+		if trainSet, err = features.LoadSplit(*dataDir, "train"); err != nil {
+			break
 		}
+		if !classesGiven {
+			classes, classesGiven, classesFrom = trainSet.Classes(), true, largestLabel(trainSet, "the cache's training labels")
+		}
+		evalSet, err = features.LoadSplit(*dataDir, "test")
 	case files:
 		source = *trainX
 		if trainSet, err = features.Load(*trainX, *trainY); err != nil {
 			break
+		}
+		if !classesGiven { // the class count of the whole file, the part held out included
+			classes, classesGiven, classesFrom = trainSet.Classes(), true, largestLabel(trainSet, *trainY)
 		}
 		if *evalX != "" {
 			evalSet, err = features.Load(*evalX, *evalY)
@@ -123,7 +147,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		for _, m := range ms { // before generating the data, which may not fit either
 			cfg := train.Config{Method: m, Model: train.Model{Hidden: *hidden}, BatchSize: *batch}
 			if err := train.CheckMemory(cfg, *examples, max(*examples/2, 1), *dim, classes); err != nil {
-				return cli.ConfigError{Err: fmt.Errorf("train: %w", err)}
+				return cli.ConfigError{Err: fmt.Errorf("train: %w (C = %d: %s)", err, classes, classesFrom)}
 			}
 		}
 		source = fmt.Sprintf("synthetic Gaussian mixture (n=%d, d=%d, C=%d, separation %g)", *examples, *dim, classes, *separation)
@@ -133,9 +157,6 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		return err
-	}
-	if !classesGiven {
-		classes, classesFrom = trainSet.Classes(), "1 + the largest training label"
 	}
 	cfgs := make([]train.Config, len(ms))
 	for i, m := range ms {
@@ -153,7 +174,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("train: %w", err)
 		}
 		if err := train.CheckMemory(cfgs[i], trainSet.N, evalSet.N, trainSet.D, classes); err != nil {
-			return cli.ConfigError{Err: fmt.Errorf("train: %w", err)}
+			return cli.ConfigError{Err: fmt.Errorf("train: %w (C = %d: %s)", err, classes, classesFrom)}
 		}
 	}
 	if *standardize {
@@ -167,7 +188,11 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "backend: %s\ndata: %s: %d training, %d held-out examples, d=%d, C=%d classes (%s)\n",
 		backend.Describe(be), source, trainSet.N, evalSet.N, trainSet.D, classes, classesFrom)
-	fmt.Fprintf(stdout, "%-12s %10s %10s %10s %12s %10s %8s %8s %8s %10s\n", "method", "train CE", "eval CE", "eval acc",
+	width := len("method") // of the method column: its longest entry
+	for _, m := range ms {
+		width = max(width, len(m))
+	}
+	fmt.Fprintf(stdout, "%-*s %10s %10s %10s %12s %10s %8s %8s %8s %10s\n", width, "method", "train CE", "eval CE", "eval acc",
 		"opt seconds", "ms/step", "CG its", "skipped", "rejected", "λ")
 	for _, cfg := range cfgs {
 		m := cfg.Method
@@ -185,11 +210,93 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		last := tr.Points[len(tr.Points)-1]
-		fmt.Fprintf(stdout, "%-12s %10.4f %10.4f %10.4f %12.3f %10.2f %8.2f %8d %8d %10.3g   → %s\n", m, last.TrainLoss,
+		fmt.Fprintf(stdout, "%-*s %10.4f %10.4f %10.4f %12.3f %10.2f %8.2f %8d %8d %10.3g   → %s\n", width, m, last.TrainLoss,
 			last.EvalLoss, last.EvalAccuracy, last.OptSeconds, 1e3*last.OptSeconds/float64(last.Step),
 			last.CGIterations, last.SkippedSteps, last.RejectedSteps, last.NextDamping, path)
 	}
 	return nil
+}
+
+// trainMethods parses --method. With --hidden (an MLP, which has no closed-form row Gram) the
+// default methods train FGN with its matrix-free row operator, saying so; FGN named explicitly
+// is a usage error naming the variant that applies.
+func trainMethods(c *command, list string, hidden int, stdout io.Writer) ([]method.Method, error) {
+	ms, err := parseMethods(list)
+	if err != nil || hidden == 0 {
+		return ms, err
+	}
+	i := slices.Index(ms, method.FGN)
+	switch {
+	case i < 0:
+		return ms, nil
+	case c.set("method"):
+		return nil, cli.Usagef("train: --method fgn needs an affine head's closed-form row Gram, which an MLP (--hidden %d) has not: "+
+			"use fgn-matrix-free in --method, or --hidden 0", hidden)
+	case slices.Contains(ms, method.FGNMatrixFree):
+		return slices.Delete(ms, i, i+1), nil
+	}
+	ms[i] = method.FGNMatrixFree
+	fmt.Fprintf(stdout, "methods: %s (an MLP, --hidden %d, has no closed-form row Gram: FGN applies its row operator matrix-free)\n",
+		strings.Join(methodNames(ms), ","), hidden)
+	return ms, nil
+}
+
+func methodNames(ms []method.Method) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = string(m)
+	}
+	return out
+}
+
+// trainFlagsApply returns a usage error for a flag given on the command line that does not apply
+// to the data or the methods: the synthetic mixture's flags with file or cache data,
+// --standardize with the synthetic mixture (which is not standardised), --holdout unless a
+// training file is split, and SGN/FGN's flags without SGN or FGN (--cg-stopping-rule: without
+// FGN, since SGN's CG has one rule).
+func trainFlagsApply(c *command, ms []method.Method, dataDir string, files, evalPair bool) error {
+	synthetic := []string{"examples", "dim", "separation"}
+	var err error
+	switch {
+	case dataDir != "":
+		err = c.notApplicable("the data come from --data", append(synthetic, "holdout")...)
+	case files:
+		if err = c.notApplicable("the data come from --train-features", synthetic...); err == nil && evalPair {
+			err = c.notApplicable("--eval-features and --eval-labels are evaluated", "holdout")
+		}
+	default:
+		err = c.notApplicable("it applies to file and cache data; the synthetic mixture is not standardised, nor split",
+			"standardize", "holdout")
+	}
+	if err != nil {
+		return err
+	}
+	gn := slices.ContainsFunc(ms, func(m method.Method) bool { return m != method.Adam })
+	if !gn {
+		if err := c.notApplicable("it sets SGN and FGN, and --method has neither", "damping", "damping-policy",
+			"cg-max-iterations", "cg-tolerance", "cg-stopping-rule"); err != nil {
+			return err
+		}
+	}
+	if !slices.Contains(ms, method.FGN) && !slices.Contains(ms, method.FGNMatrixFree) {
+		return c.notApplicable("it sets FGN's CG, and --method has no FGN (SGN's parameter-space CG has one rule)", "cg-stopping-rule")
+	}
+	return nil
+}
+
+// largestLabel describes a class count of 1 + the largest of the training labels: the label and
+// the first example holding it, in the labels' file.
+func largestLabel(s *features.Set, file string) string {
+	if s.N == 0 {
+		return "1 + the largest training label"
+	}
+	at := 0
+	for i, y := range s.Y {
+		if y > s.Y[at] {
+			at = i
+		}
+	}
+	return fmt.Sprintf("1 + the largest training label, %d, of example %d in %s; --classes sets it", s.Y[at], at, file)
 }
 
 // runBar returns the step-progress callback of a training run labelled description, shown

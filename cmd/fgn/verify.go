@@ -44,6 +44,9 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 	if err := c.parse(args); err != nil {
 		return err
 	}
+	if err := checkOutDir("out", *out); err != nil {
+		return err
+	}
 	a, err := artifact.Load(*manifest, subcommands)
 	if err != nil {
 		return cli.ConfigError{Err: err}
@@ -51,6 +54,9 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 	if _, ok := a.Profiles[*profile]; !ok {
 		names := slices.Sorted(maps.Keys(a.Profiles))
 		return cli.Usagef("verify: --profile %s: the manifest has profiles %s", *profile, strings.Join(names, ", "))
+	}
+	if err := ready(); err != nil {
+		return err
 	}
 	exe := *fgnPath
 	if exe == "" {

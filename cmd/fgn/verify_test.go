@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -75,4 +76,56 @@ func testFunctions(t *testing.T, dir string) []string {
 		}
 	}
 	return names
+}
+
+// TestArtifactEnvironment checks that artifact.yaml states the versions this repository builds
+// with: environment's Go toolchain and modules are go.mod's, its tools .ci/install.sh's pins, and
+// no comment restates a version (the header cites them from environment); and that the paper is
+// cited by title, authors and a public identifier with its address.
+func TestArtifactEnvironment(t *testing.T) {
+	repo := root(t)
+	a, err := artifact.Load(filepath.Join(repo, "artifact.yaml"), subcommands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.TrimPrefix(goModToolchain(t, repo), "go"); a.Environment.Go != want {
+		t.Errorf("artifact.yaml: environment.go %q, go.mod's toolchain is go%s", a.Environment.Go, want)
+	}
+	gomod, err := os.ReadFile(filepath.Join(repo, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	required := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^\s*(?:require\s+)?(\S+) (v\S+)(?: // indirect)?$`).FindAllStringSubmatch(string(gomod), -1) {
+		required[m[1]] = m[2]
+	}
+	if len(a.Environment.Modules) == 0 {
+		t.Error("artifact.yaml: environment.modules is empty")
+	}
+	for module, version := range a.Environment.Modules {
+		if required[module] != version {
+			t.Errorf("artifact.yaml: environment.modules %s %s, go.mod requires %q", module, version, required[module])
+		}
+	}
+	pins := installPins(t, repo)
+	for tool, version := range a.Environment.Tools {
+		if pins[tool] != version {
+			t.Errorf("artifact.yaml: environment.tools %s %s, .ci/install.sh installs %q", tool, version, pins[tool])
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(repo, "artifact.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := regexp.MustCompile(`\bv[0-9]+\.[0-9]+\.[0-9]+|\bgo1\.[0-9]+`)
+	for n, line := range strings.Split(string(data), "\n") {
+		if comment, ok := strings.CutPrefix(strings.TrimSpace(line), "#"); ok && version.MatchString(comment) {
+			t.Errorf("artifact.yaml:%d: a comment states a version (%s); environment holds them", n+1, version.FindString(comment))
+		}
+	}
+	p := a.Paper
+	if p.Title == "" || len(p.Authors) == 0 || !regexp.MustCompile(`^(arXiv:[0-9]{4}\.[0-9]{4,5}|doi:10\.\S+)$`).MatchString(p.Identifier) ||
+		!strings.HasPrefix(p.URL, "https://") {
+		t.Errorf("artifact.yaml: paper %+v: want a title, authors, an arXiv or DOI identifier and its https address", p)
+	}
 }

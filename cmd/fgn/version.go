@@ -23,6 +23,9 @@ func runVersion(args []string, stdout io.Writer) error {
 	if err := c.parse(args); err != nil {
 		return err
 	}
+	if err := ready(); err != nil {
+		return err
+	}
 	be, err := newBackend(*backendFlag)
 	if err != nil {
 		return err

@@ -25,11 +25,14 @@ type Artifact struct {
 	Claims      []Claim            `yaml:"claims"`
 }
 
-// Paper identifies the paper the artifact reproduces.
+// Paper identifies the paper the artifact reproduces: its title, authors and a public identifier
+// (an arXiv number or a DOI) with its address.
 type Paper struct {
-	Title  string `yaml:"title"`
-	Source string `yaml:"source"`
-	Note   string `yaml:"note"`
+	Title      string   `yaml:"title"`
+	Authors    []string `yaml:"authors"`
+	Identifier string   `yaml:"identifier"`
+	URL        string   `yaml:"url"`
+	Note       string   `yaml:"note"`
 }
 
 // Environment records the software the results were produced with.

@@ -20,7 +20,9 @@ import (
 // each of the two stopping rules of fgn.StoppingRule, the paper's Algorithm 1 (stop once the
 // whitened row residual satisfies ‖e‖ ≤ tol·‖r̃‖) and the library's default (stop once the
 // parameter-space residual satisfies ‖(H_FGN + λI)d + g‖ ≤ tol·‖g‖), on the same seeds,
-// initialisations and batches, and compares them by step.
+// initialisations and batches, and compares them by step. It does so at each CG iteration cap
+// of AblationCaps: the paper's, at which both rules usually run CG to the cap and coincide, and
+// one at which CG stops by its tolerance, where the rules stop at different iterations.
 
 // StoppingRules are the rules the ablation compares, in table and legend order: the paper's
 // Algorithm 1 (the rule of Figure 2 and Table 1, method.Paper), then the library's
@@ -38,6 +40,15 @@ func RuleLabel(r fgn.StoppingRule) string {
 	return method.FGN.Label() + ", " + r.String()
 }
 
+// AblationCaps returns the CG iteration caps at which the ablation compares the rules, in table
+// and figure order: the paper's N_CG (Figure 2's), then the batch size b of profile p, the
+// dimension of FGN's row system, within which CG converges (in exact arithmetic), so that it
+// stops by its tolerance; at least N_CG + 1.
+func AblationCaps(p Profile) []int {
+	paper := method.Paper(method.FGN).GN.CG.MaxIterations
+	return []int{paper, max(p.BatchSize, paper+1)}
+}
+
 // AblationFiles are the output file names of the ablation for data tagged tag.
 type AblationFiles struct{ Figure, Caption, Steps, TracesDir string }
 
@@ -45,7 +56,8 @@ type AblationFiles struct{ Figure, Caption, Steps, TracesDir string }
 // dir/ablation_cg_stopping_<tag>.{svg,png,pdf}, its caption
 // dir/ablation_cg_stopping_<tag>.caption.md, the step curves
 // dir/ablation_cg_stopping_<tag>_steps.csv and the traces directory
-// dir/traces_ablation_cg_stopping_<tag>, with one subdirectory per rule.
+// dir/traces_ablation_cg_stopping_<tag>, with one subdirectory per cap and rule
+// (cg<cap>/<rule>).
 func AblationFilesFor(dir, tag string) AblationFiles {
 	base := "ablation_cg_stopping_" + tag
 	return AblationFiles{
@@ -70,19 +82,19 @@ type AblationConfig struct {
 	Log         io.Writer
 }
 
-// AblationSettings returns the settings of FGN (closed-form Gram) under rule r: the paper's
-// (method.Paper) with that stopping rule.
-func AblationSettings(r fgn.StoppingRule) fgn.Settings {
+// AblationSettings returns the settings of FGN (closed-form Gram) under rule r with at most
+// maxIterations CG iterations: otherwise the paper's (method.Paper).
+func AblationSettings(r fgn.StoppingRule, maxIterations int) fgn.Settings {
 	s := method.Paper(method.FGN).GN
-	s.CG.StoppingRule = r
+	s.CG.StoppingRule, s.CG.MaxIterations = r, maxIterations
 	return s
 }
 
 // MakeAblation runs a resumable FGN sweep (Sweep) of the profile's seeds on d under each of
-// StoppingRules, its traces in a subdirectory of the traces directory named by the rule, then
-// writes the step curves (AblationTable), the figure (AblationFigure) and its caption
-// (AblationCaption), the last two drawn from the CSV as read back. It returns the paths written
-// (not the traces).
+// StoppingRules at each of AblationCaps, its traces in a subdirectory cg<cap>/<rule> of the
+// traces directory, then writes the step curves (AblationTable), the figure (AblationFigure)
+// and its caption (AblationCaption), the last two drawn from the CSV as read back. It returns
+// the paths written (not the traces).
 func MakeAblation(be compute.Backend, cfg AblationConfig, d *Data) ([]string, error) {
 	files := AblationFilesFor(cfg.Out, d.Tag())
 	if cfg.TracesDir != "" {
@@ -90,24 +102,29 @@ func MakeAblation(be compute.Backend, cfg AblationConfig, d *Data) ([]string, er
 	}
 	p := cfg.Profile
 	p.Methods = []method.Method{method.FGN}
-	runs := make([][]Run, len(StoppingRules))
-	for i, rule := range StoppingRules {
-		sc := SweepConfig{Profile: p, Hyper: map[method.Method]method.Hyper{method.FGN: {GN: AblationSettings(rule)}},
-			Dir: filepath.Join(files.TracesDir, rule.String()), Command: cfg.Command, Log: cfg.Log}
-		if cfg.RunProgress != nil {
-			sc.RunProgress = func(k, _ int, m method.Method, seed uint64) func(done, total int) {
-				return cfg.RunProgress(i*p.Seeds+k, len(StoppingRules)*p.Seeds, m, seed)
+	caps := AblationCaps(p)
+	runs := make([][][]Run, len(caps))
+	for c, cap := range caps {
+		runs[c] = make([][]Run, len(StoppingRules))
+		for i, rule := range StoppingRules {
+			sc := SweepConfig{Profile: p, Hyper: map[method.Method]method.Hyper{method.FGN: {GN: AblationSettings(rule, cap)}},
+				Dir: filepath.Join(files.TracesDir, fmt.Sprintf("cg%d", cap), rule.String()), Command: cfg.Command, Log: cfg.Log}
+			if cfg.RunProgress != nil {
+				first, total := (c*len(StoppingRules)+i)*p.Seeds, len(caps)*len(StoppingRules)*p.Seeds
+				sc.RunProgress = func(k, _ int, m method.Method, seed uint64) func(done, total int) {
+					return cfg.RunProgress(first+k, total, m, seed)
+				}
+			}
+			if cfg.Log != nil {
+				fmt.Fprintf(cfg.Log, "CG stopping rule %s, at most %d CG iterations: %s (traces: %s)\n", rule, cap, RuleLabel(rule), sc.Dir)
+			}
+			var err error
+			if runs[c][i], err = Sweep(be, sc, d); err != nil {
+				return nil, err
 			}
 		}
-		if cfg.Log != nil {
-			fmt.Fprintf(cfg.Log, "CG stopping rule %s: %s (traces: %s)\n", rule, RuleLabel(rule), sc.Dir)
-		}
-		var err error
-		if runs[i], err = Sweep(be, sc, d); err != nil {
-			return nil, err
-		}
 	}
-	t, err := AblationTable(runs, d.Title())
+	t, err := AblationTable(caps, runs, d.Title())
 	if err != nil {
 		return nil, err
 	}
@@ -116,17 +133,24 @@ func MakeAblation(be compute.Backend, cfg AblationConfig, d *Data) ([]string, er
 	if err := t.Write(files.Steps); err != nil {
 		return nil, err
 	}
-	paths := []string{files.Steps}
-	back, err := report.Read(files.Steps)
+	drawn, err := RedrawAblation(files, d.Title())
+	return append([]string{files.Steps}, drawn...), err
+}
+
+// RedrawAblation draws the ablation's figure (AblationFigure) and caption (AblationCaption) from
+// its CSV file in files, for data titled title, and returns the paths written. MakeAblation
+// calls it once the CSV file is written; redrawn from the same file, the outputs have the same
+// bytes.
+func RedrawAblation(files AblationFiles, title string) ([]string, error) {
+	t, err := report.Read(files.Steps)
+	if err != nil {
+		return nil, err
+	}
+	paths, err := AblationFigure(t, files.Figure, title)
 	if err != nil {
 		return paths, err
 	}
-	figs, err := AblationFigure(back, files.Figure, d.Title())
-	paths = append(paths, figs...)
-	if err != nil {
-		return paths, err
-	}
-	text, err := AblationCaption(back, d.Title())
+	text, err := AblationCaption(t, title)
 	return writeCaption(paths, files.Caption, text, err)
 }
 
@@ -138,102 +162,132 @@ func ruleColumn(r fgn.StoppingRule, q string) string {
 // ablationQuantities are the per-rule columns of the ablation table (ruleColumn).
 var ablationQuantities = []string{"acc_mean_pct", "acc_std_pct", "ce_mean", "ce_std", "cg_iterations"}
 
-// AblationTable returns the ablation's step curves, one row per evaluation step: for each rule
-// of StoppingRules (runs[i] are FGN's runs under StoppingRules[i], the same seeds in the same
-// order), the mean and population std over seeds of the test accuracy (percent) and
-// cross-entropy, and the mean over seeds of the CG iterations per step since the previous
-// evaluation (StepCurve); then the largest difference in test accuracy (percentage points)
-// between the two rules over the seeds, each seed against itself. The comments record the
-// settings shared by both rules.
-func AblationTable(runs [][]Run, title string) (*report.Table, error) {
-	if len(runs) != len(StoppingRules) {
-		return nil, fmt.Errorf("headopt: the ablation needs the runs of %d rules, got %d", len(StoppingRules), len(runs))
+// AblationTable returns the ablation's step curves, one row per cap of caps and evaluation step:
+// for each rule of StoppingRules (runs[c][i] are FGN's runs with at most caps[c] CG iterations
+// under StoppingRules[i], the same seeds in the same order), the mean and population std over
+// seeds of the test accuracy (percent) and cross-entropy, and the mean over seeds of the CG
+// iterations per step since the previous evaluation (StepCurve); then the largest difference in
+// test accuracy (percentage points) between the two rules over the seeds, each seed against
+// itself. The comments record the settings shared by every run.
+func AblationTable(caps []int, runs [][][]Run, title string) (*report.Table, error) {
+	if len(runs) != len(caps) || len(caps) == 0 {
+		return nil, fmt.Errorf("headopt: the ablation has %d caps and the runs of %d", len(caps), len(runs))
 	}
-	curves := make([]StepCurve, len(runs))
-	for i, rr := range runs {
-		sc, err := StepCurves(rr, []method.Method{method.FGN})
-		if err != nil {
-			return nil, fmt.Errorf("headopt: rule %s: %w", StoppingRules[i], err)
-		}
-		curves[i] = sc[0]
-	}
-	a, b := runs[0], runs[1]
-	if len(a) != len(b) {
-		return nil, fmt.Errorf("headopt: the ablation's rules have %d and %d runs", len(a), len(b))
-	}
-	steps := curves[0].Steps
-	diff := make([]float64, len(steps))
-	for s := range a {
-		if a[s].Seed != b[s].Seed || len(a[s].Points) != len(steps) || len(b[s].Points) != len(steps) {
-			return nil, fmt.Errorf("headopt: the ablation's run %d is seed %d (%d points) under %s and seed %d (%d points) under %s",
-				s, a[s].Seed, len(a[s].Points), StoppingRules[0], b[s].Seed, len(b[s].Points), StoppingRules[1])
-		}
-		for k := range steps {
-			if a[s].Points[k].Step != b[s].Points[k].Step {
-				return nil, fmt.Errorf("headopt: seed %d is evaluated at step %d under %s and %d under %s", a[s].Seed,
-					a[s].Points[k].Step, StoppingRules[0], b[s].Points[k].Step, StoppingRules[1])
-			}
-			diff[k] = math.Max(diff[k], 100*math.Abs(a[s].Points[k].EvalAccuracy-b[s].Points[k].EvalAccuracy))
-		}
-	}
-	cols := []string{"step", "epoch"}
+	cols := []string{"cg_max_iterations", "step", "epoch"}
 	for _, r := range StoppingRules {
 		for _, q := range ablationQuantities {
 			cols = append(cols, ruleColumn(r, q))
 		}
 	}
 	t := report.NewTable(append(cols, "acc_max_abs_seed_diff_pct")...)
-	t.Comment("data", title)
-	s := AblationSettings(StoppingRules[0])
-	t.Comment("method", method.FGN.Label())
-	t.Comment("settings", fmt.Sprintf("learning_rate %g, damping %g, cg_max_iterations %d, cg_tolerance %g",
-		s.LearningRate, s.Damping, s.CG.MaxIterations, s.CG.Tolerance))
-	t.Comment("cg_max_iterations", fmt.Sprint(s.CG.MaxIterations))
-	t.Comment("seeds", fmt.Sprint(len(a)))
-	t.Comment("aggregation", "mean and population std over seeds at each evaluation step; cg_iterations: mean over seeds of the mean CG iterations per step since the previous evaluation; acc_max_abs_seed_diff_pct: max over seeds of |accuracy under "+
-		StoppingRules[0].String()+" − accuracy under "+StoppingRules[1].String()+"| of the same seed (same initialisation and batches); no clock is involved")
-	for k, step := range steps {
-		row := []any{step, curves[0].Epochs[k]}
-		for _, c := range curves {
-			row = append(row, 100*c.AccMean[k], 100*c.AccStd[k], c.CEMean[k], c.CEStd[k], c.CGIterations[k])
+	seeds := 0
+	for c, cap := range caps {
+		if len(runs[c]) != len(StoppingRules) {
+			return nil, fmt.Errorf("headopt: the ablation needs the runs of %d rules at cap %d, got %d", len(StoppingRules), cap, len(runs[c]))
 		}
-		t.Add(append(row, diff[k])...)
+		curves := make([]StepCurve, len(runs[c]))
+		for i, rr := range runs[c] {
+			sc, err := StepCurves(rr, []method.Method{method.FGN})
+			if err != nil {
+				return nil, fmt.Errorf("headopt: cap %d, rule %s: %w", cap, StoppingRules[i], err)
+			}
+			curves[i] = sc[0]
+		}
+		a, b := runs[c][0], runs[c][1]
+		if len(a) != len(b) || (c > 0 && len(a) != seeds) {
+			return nil, fmt.Errorf("headopt: the ablation has %d and %d runs at cap %d, %d at cap %d", len(a), len(b), cap, seeds, caps[0])
+		}
+		seeds = len(a)
+		steps := curves[0].Steps
+		diff := make([]float64, len(steps))
+		for s := range a {
+			if a[s].Seed != b[s].Seed || len(a[s].Points) != len(steps) || len(b[s].Points) != len(steps) {
+				return nil, fmt.Errorf("headopt: the ablation's run %d at cap %d is seed %d (%d points) under %s and seed %d (%d points) under %s",
+					s, cap, a[s].Seed, len(a[s].Points), StoppingRules[0], b[s].Seed, len(b[s].Points), StoppingRules[1])
+			}
+			for k := range steps {
+				if a[s].Points[k].Step != b[s].Points[k].Step {
+					return nil, fmt.Errorf("headopt: seed %d is evaluated at step %d under %s and %d under %s", a[s].Seed,
+						a[s].Points[k].Step, StoppingRules[0], b[s].Points[k].Step, StoppingRules[1])
+				}
+				diff[k] = math.Max(diff[k], 100*math.Abs(a[s].Points[k].EvalAccuracy-b[s].Points[k].EvalAccuracy))
+			}
+		}
+		for k, step := range steps {
+			row := []any{cap, step, curves[0].Epochs[k]}
+			for _, c := range curves {
+				row = append(row, 100*c.AccMean[k], 100*c.AccStd[k], c.CEMean[k], c.CEStd[k], c.CGIterations[k])
+			}
+			t.Add(append(row, diff[k])...)
+		}
 	}
+	t.Comment("data", title)
+	s := method.Paper(method.FGN).GN
+	t.Comment("method", method.FGN.Label())
+	t.Comment("settings", fmt.Sprintf("learning_rate %g, damping %g, cg_tolerance %g", s.LearningRate, s.Damping, s.CG.Tolerance))
+	t.Comment("cg_max_iterations", fmt.Sprintf("%d (the paper's), %d (the batch size: CG stops by its tolerance)", caps[0], caps[len(caps)-1]))
+	t.Comment("seeds", fmt.Sprint(seeds))
+	t.Comment("aggregation", "per cg_max_iterations, mean and population std over seeds at each evaluation step; cg_iterations: mean over seeds of the mean CG iterations per step since the previous evaluation; acc_max_abs_seed_diff_pct: max over seeds of |accuracy under "+
+		StoppingRules[0].String()+" − accuracy under "+StoppingRules[1].String()+"| of the same seed (same initialisation and batches); no clock is involved")
 	return t, nil
 }
 
-// ablationData is the ablation table read back: steps and, per rule, its columns.
+// ablationData is the ablation table read back: per cap, its steps and, per rule, its columns.
 type ablationData struct {
+	cap         int
 	steps, diff []float64
 	by          []map[string][]float64 // by[i][q] is quantity q under StoppingRules[i]
 }
 
-func readAblation(t *report.Table) (*ablationData, error) {
-	d := &ablationData{}
-	var err error
-	if d.steps, err = t.Floats("step"); err != nil {
+// readAblation returns the table's rows per cap, in the table's order.
+func readAblation(t *report.Table) ([]*ablationData, error) {
+	caps, err := t.Floats("cg_max_iterations")
+	if err != nil {
 		return nil, err
 	}
-	if len(d.steps) == 0 {
+	if len(caps) == 0 {
 		return nil, fmt.Errorf("headopt: the ablation table has no rows")
 	}
-	if d.diff, err = t.Floats("acc_max_abs_seed_diff_pct"); err != nil {
+	col := func(name string) ([]float64, error) { return t.Floats(name) }
+	steps, err := col("step")
+	if err != nil {
 		return nil, err
 	}
-	for _, r := range StoppingRules {
-		cols := map[string][]float64{}
+	diff, err := col("acc_max_abs_seed_diff_pct")
+	if err != nil {
+		return nil, err
+	}
+	ruleCols := make([]map[string][]float64, len(StoppingRules))
+	for i, r := range StoppingRules {
+		ruleCols[i] = map[string][]float64{}
 		for _, q := range ablationQuantities {
-			if cols[q], err = t.Floats(ruleColumn(r, q)); err != nil {
+			if ruleCols[i][q], err = col(ruleColumn(r, q)); err != nil {
 				return nil, err
 			}
 		}
-		d.by = append(d.by, cols)
 	}
-	return d, nil
+	var out []*ablationData
+	for k := range caps {
+		if k == 0 || caps[k] != caps[k-1] {
+			d := &ablationData{cap: int(caps[k])}
+			for range StoppingRules {
+				d.by = append(d.by, map[string][]float64{})
+			}
+			out = append(out, d)
+		}
+		d := out[len(out)-1]
+		d.steps, d.diff = append(d.steps, steps[k]), append(d.diff, diff[k])
+		for i := range StoppingRules {
+			for _, q := range ablationQuantities {
+				d.by[i][q] = append(d.by[i][q], ruleCols[i][q][k])
+			}
+		}
+	}
+	return out, nil
 }
 
-// meanCGPerStep is the mean number of CG iterations per step over the whole run: the
-// per-interval means weighted by the steps of their intervals.
+// meanCGPerStep is the mean number of CG iterations per step over the whole run under rule i:
+// the per-interval means weighted by the steps of their intervals.
 func (d *ablationData) meanCGPerStep(i int) float64 {
 	var sum float64
 	for k := 1; k < len(d.steps); k++ {
@@ -252,51 +306,63 @@ func ablationStyle(i int) plot.Style {
 	return plot.Series(1)
 }
 
-// AblationFigure draws the ablation from its table (AblationTable, read back from its CSV) as
-// base.{svg,png,pdf}: (a) mean test accuracy against optimisation step under each rule with
-// ± 1 std bands; (b) the mean CG iterations per step since the previous evaluation.
+// AblationFigure draws the ablation (AblationPanels) and writes it as base.{svg,png,pdf}.
 func AblationFigure(t *report.Table, base, title string) ([]string, error) {
-	d, err := readAblation(t)
+	rows, err := AblationPanels(t, title)
 	if err != nil {
 		return nil, err
 	}
-	seeds, _ := t.Lookup("seeds")
-	a := plot.New(fmt.Sprintf("(a) %s, %s seeds", title, seeds), "optimisation step", "test accuracy (%)")
-	b := plot.New("(b) CG iterations per step", "optimisation step", "mean CG iterations")
-	for _, p := range []*plot.Plot{a, b} {
-		p.Legend.Top, p.Legend.Left = false, false
+	return plot.SaveGrid(rows, Figure2Width, Figure2Height, base)
+}
+
+// AblationPanels returns the ablation's panels from its table (AblationTable, read back from its
+// CSV), one row per CG cap: mean test accuracy against optimisation step under each rule with
+// ± 1 std bands, and the mean CG iterations per step since the previous evaluation.
+func AblationPanels(t *report.Table, title string) ([][]*plot.Plot, error) {
+	ds, err := readAblation(t)
+	if err != nil {
+		return nil, err
 	}
-	for i, r := range StoppingRules {
-		st := ablationStyle(i)
-		st.Glyph = nil // dense curves: lines only
-		c := d.by[i]
-		lo, hi := make([]float64, len(d.steps)), make([]float64, len(d.steps))
-		for k := range d.steps {
-			lo[k], hi[k] = c["acc_mean_pct"][k]-c["acc_std_pct"][k], c["acc_mean_pct"][k]+c["acc_std_pct"][k]
+	var rows [][]*plot.Plot
+	for c, d := range ds {
+		which := "the batch size"
+		if c == 0 {
+			which = "the paper's"
 		}
-		if err := plot.AddBand(a, "", st.Color, d.steps, lo, hi); err != nil {
-			return nil, err
+		acc := plot.New(fmt.Sprintf("(%c) %s; CG cap %d (%s)", 'a'+2*c, title, d.cap, which), "optimisation step", "test accuracy (%)")
+		cg := plot.New(fmt.Sprintf("(%c) CG iterations, cap %d", 'b'+2*c, d.cap), "optimisation step", "mean CG iterations per step")
+		for i, r := range StoppingRules {
+			st := ablationStyle(i)
+			st.Glyph = nil // dense curves: lines only
+			by := d.by[i]
+			lo, hi := make([]float64, len(d.steps)), make([]float64, len(d.steps))
+			for k := range d.steps {
+				lo[k], hi[k] = by["acc_mean_pct"][k]-by["acc_std_pct"][k], by["acc_mean_pct"][k]+by["acc_std_pct"][k]
+			}
+			if err := plot.AddBand(acc, "", st.Color, d.steps, lo, hi); err != nil {
+				return nil, err
+			}
+			if err := plot.AddSeries(acc, RuleLabel(r), st, d.steps, by["acc_mean_pct"]); err != nil {
+				return nil, err
+			}
+			// Step 0 is the initial evaluation, which no step precedes. The styles are those of
+			// the accuracy panel's legend.
+			if err := plot.AddSeries(cg, "", st, d.steps[1:], by["cg_iterations"][1:]); err != nil {
+				return nil, err
+			}
 		}
-		if err := plot.AddSeries(a, RuleLabel(r), st, d.steps, c["acc_mean_pct"]); err != nil {
-			return nil, err
-		}
-		// Step 0 is the initial evaluation, which no step precedes.
-		if err := plot.AddSeries(b, RuleLabel(r), st, d.steps[1:], c["cg_iterations"][1:]); err != nil {
-			return nil, err
-		}
+		rows = append(rows, []*plot.Plot{acc, cg})
 	}
-	// Headroom above the largest mean: it is often the CG budget, which the frame would hide.
-	b.Y.Min, b.Y.Max = 0, 1.1*b.Y.Max
-	return plot.SaveRow([]*plot.Plot{a, b}, 1.5*plot.PanelWidth, 1.2*plot.PanelHeight, base)
+	return rows, nil
 }
 
 // AblationCaption returns the ablation's caption from its table (AblationTable with its
 // provenance, read back from its CSV): what the panels show, where it was run, and what the
-// numbers say — the largest accuracy differences at matched steps, the mean CG iterations per
-// step under each rule and the final accuracies. Every statement about the outcome is computed
-// from the table.
+// numbers say at each cap — whether and where the rules stop at different iterations (the mean
+// CG iterations per step between evaluations), the largest accuracy differences at matched
+// steps and the final accuracies. Every statement about the outcome is computed from the table.
 func AblationCaption(t *report.Table, title string) (string, error) {
-	d, err := readAblation(t)
+	ds, err := readAblation(t)
 	if err != nil {
 		return "", err
 	}
@@ -305,38 +371,52 @@ func AblationCaption(t *report.Table, title string) (string, error) {
 	fmt.Fprintf(b, "%s trained with each of two CG stopping rules, otherwise the settings of Figure 2 (%s), %s seeds "+
 		"with the same initialisations and batches under both: the whitened-row rule of the paper's Algorithm 1, "+
 		"‖e‖ ≤ tol·‖r̃‖ in the whitened row space (Figure 2 and Table 1 use it), and the parameter-residual rule, "+
-		"‖(H\\_FGN + λI)d + g‖ ≤ tol·‖g‖ (the library's default). (a) Mean test accuracy (± 1 std shaded) against "+
-		"optimisation step. (b) Mean CG iterations per step between evaluations.\n", get("method"), report.RecordedCode(t, "settings"), get("seeds"))
-	fmt.Fprintf(b, "Run on %s, profile %s. No clock is involved: rerunning a seed on the same backend gives the same numbers.\n\n",
+		"‖(H\\_FGN + λI)d + g‖ ≤ tol·‖g‖ (the library's default), each at two CG iteration caps: %s. "+
+		"Left: mean test accuracy (± 1 std shaded) against optimisation step. Right: mean CG iterations per step "+
+		"between evaluations, in the same styles.\n", get("method"), report.RecordedCode(t, "settings"), get("seeds"), get("cg_max_iterations"))
+	fmt.Fprintf(b, "Run on %s, profile %s. No clock is involved: rerunning a seed on the same backend, build and CPU vector width gives the same numbers.\n",
 		report.MeasuredOn(t), get("profile"))
-
-	maxMean, atMean, maxSeed, atSeed := 0.0, d.steps[0], 0.0, d.steps[0]
-	for k := range d.steps {
-		if v := math.Abs(d.by[0]["acc_mean_pct"][k] - d.by[1]["acc_mean_pct"][k]); v > maxMean {
-			maxMean, atMean = v, d.steps[k]
+	for c, d := range ds {
+		fmt.Fprintf(b, "\n(%c, %c) At most %d CG iterations: ", 'a'+2*c, 'b'+2*c, d.cap)
+		differ := 0
+		for k := 1; k < len(d.steps); k++ {
+			if d.by[0]["cg_iterations"][k] != d.by[1]["cg_iterations"][k] {
+				differ++
+			}
 		}
-		if d.diff[k] > maxSeed {
-			maxSeed, atSeed = d.diff[k], d.steps[k]
+		var parts []string
+		for i, r := range StoppingRules {
+			parts = append(parts, fmt.Sprintf("%s %.4g", RuleLabel(r), d.meanCGPerStep(i)))
 		}
+		if differ == 0 {
+			fmt.Fprintf(b, "the rules stop CG after the same mean number of iterations in each of the %d intervals between evaluations", len(d.steps)-1)
+		} else {
+			fmt.Fprintf(b, "the rules stop CG after different mean numbers of iterations in %d of the %d intervals between evaluations", differ, len(d.steps)-1)
+		}
+		fmt.Fprintf(b, " (mean CG iterations per step over all steps and seeds: %s).", strings.Join(parts, ", "))
+		maxMean, atMean, maxSeed, atSeed := 0.0, d.steps[0], 0.0, d.steps[0]
+		for k := range d.steps {
+			if v := math.Abs(d.by[0]["acc_mean_pct"][k] - d.by[1]["acc_mean_pct"][k]); v > maxMean {
+				maxMean, atMean = v, d.steps[k]
+			}
+			if d.diff[k] > maxSeed {
+				maxSeed, atSeed = d.diff[k], d.steps[k]
+			}
+		}
+		if maxSeed == 0 {
+			fmt.Fprintf(b, " The accuracy curves do not differ: every seed has the same test accuracy under both rules at each of the %d evaluation steps.",
+				len(d.steps))
+		} else {
+			fmt.Fprintf(b, " The accuracy curves differ: at matched evaluation steps the mean test accuracies differ by at most %.3g percentage points "+
+				"(step %.0f), and one seed's accuracy under the two rules by at most %.3g points (step %.0f).", maxMean, atMean, maxSeed, atSeed)
+		}
+		last := len(d.steps) - 1
+		parts = parts[:0]
+		for i, r := range StoppingRules {
+			by := d.by[i]
+			parts = append(parts, fmt.Sprintf("%s %.2f ± %.2f %% (CE %.4f)", RuleLabel(r), by["acc_mean_pct"][last], by["acc_std_pct"][last], by["ce_mean"][last]))
+		}
+		fmt.Fprintf(b, " After %.0f steps the mean test accuracy is %s.\n", d.steps[last], strings.Join(parts, ", "))
 	}
-	if maxSeed == 0 {
-		fmt.Fprintf(b, "The curves do not differ: every seed has the same test accuracy under both rules at each of the %d evaluation steps.",
-			len(d.steps))
-	} else {
-		fmt.Fprintf(b, "The curves differ: at matched evaluation steps the mean test accuracies differ by at most %.3g percentage points "+
-			"(step %.0f), and one seed's accuracy under the two rules by at most %.3g points (step %.0f).", maxMean, atMean, maxSeed, atSeed)
-	}
-	var parts []string
-	for i, r := range StoppingRules {
-		parts = append(parts, fmt.Sprintf("%s %.3g", RuleLabel(r), d.meanCGPerStep(i)))
-	}
-	fmt.Fprintf(b, " Mean CG iterations per step over all steps and seeds (at most %s): %s.", get("cg_max_iterations"), strings.Join(parts, ", "))
-	last := len(d.steps) - 1
-	parts = parts[:0]
-	for i, r := range StoppingRules {
-		c := d.by[i]
-		parts = append(parts, fmt.Sprintf("%s %.2f ± %.2f %% (CE %.4f)", RuleLabel(r), c["acc_mean_pct"][last], c["acc_std_pct"][last], c["ce_mean"][last]))
-	}
-	fmt.Fprintf(b, " After %.0f steps the mean test accuracy is %s.\n", d.steps[last], strings.Join(parts, ", "))
 	return b.String(), nil
 }

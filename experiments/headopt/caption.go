@@ -25,7 +25,8 @@ func Caption(t *report.Table, title string) (string, error) {
 	seeds, _ := t.Floats("seeds")
 	b := report.NewCaption("Figure 2: frozen-feature head optimisation on "+title, "fgn headopt")
 	fmt.Fprintf(b, "(a) Mean test accuracy over %g seeds (± 1 std shaded) against synchronised optimisation time, each "+
-		"method to the end of its shortest run; the vertical line is the shared horizon of Table 1 (%.3g s, the end of the "+
+		"method up to the end of the shortest of its seeds' runs (the mean needs every seed); the vertical line is the shared "+
+		"horizon of Table 1 (%.3g s, the end of the "+
 		"shortest run of any method)", maxOf(seeds), horizon)
 	if len(thresholds) > 0 {
 		fmt.Fprintf(b, ", the horizontal lines the thresholds (%s %%)", strings.Trim(fmt.Sprint(thresholds), "[]"))
@@ -51,7 +52,7 @@ func Caption(t *report.Table, title string) (string, error) {
 	if sameSteps {
 		end = fmt.Sprintf("after %.0f steps", rows[0].finalStep)
 	}
-	fmt.Fprintf(b, "By step (the same on any machine): %s the mean test accuracy is %s.", end, strings.Join(parts, ", "))
+	fmt.Fprintf(b, "By step (the same on every rerun with this backend, build and CPU vector width): %s the mean test accuracy is %s.", end, strings.Join(parts, ", "))
 	for k, thr := range thresholds {
 		b.WriteString(" " + firstTo(rows, thr, func(r summaryRow) float64 { return r.steps[k] }, "at step %.0f", "by the last step"))
 	}

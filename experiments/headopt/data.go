@@ -87,9 +87,18 @@ func LoadCache(dir string) (*Data, error) {
 	return d, nil
 }
 
+// SyntheticTag and SyntheticTitle are the Tag and Title of the synthetic stand-in (Synthetic).
+const (
+	SyntheticTag   = "synthetic_standin"
+	SyntheticTitle = "synthetic stand-in, NOT Cars196"
+)
+
 // CacheNames reads the manifest of the feature cache in dir and returns the Tag and Title that
-// LoadCache gives its data.
+// LoadCache gives its data; for dir "", those of the synthetic stand-in.
 func CacheNames(dir string) (tag, title string, err error) {
+	if dir == "" {
+		return SyntheticTag, SyntheticTitle, nil
+	}
 	m, err := features.ReadManifest(dir)
 	if err != nil {
 		return "", "", fmt.Errorf("headopt: %w", err)
@@ -136,7 +145,7 @@ func Synthetic(p Profile) (*Data, error) {
 		return nil, err
 	}
 	return &Data{Train: tr, Test: te, Classes: p.SynthClasses, Synthetic: true,
-		tag: "synthetic_standin", title: "synthetic stand-in, NOT Cars196",
+		tag: SyntheticTag, title: SyntheticTitle,
 		Source: fmt.Sprintf("synthetic stand-in, NOT Cars196: Gaussian mixture (%d train, %d test, d=%d, C=%d, separation %g)",
 			tr.N, te.N, tr.D, p.SynthClasses, p.SynthSeparation)}, nil
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/plot"
 	"github.com/fgn-paper/fgn/experiments/report"
-	"gonum.org/v1/plot/plotter"
 )
 
 // meanCurves are the curves of a long table (CurvesTable or StepCurvesTable) per method, in
@@ -88,13 +87,22 @@ func (mc *meanCurves) yFloor() float64 {
 	return math.Max(0, lo-0.05*(hi-lo))
 }
 
-// Figure draws Figure 2 from the wall-time curves (CurvesTable) and the step curves
-// (StepCurvesTable), both read back from their CSV files, and writes it as base.{svg,png,pdf}:
-// (a) mean test accuracy against optimisation time, each method's whole run, with ± 1 std
-// bands and the shared horizon of Table 1 as a vertical line; (b) the same runs against steps.
-// Both panels draw the thresholds (percent) and share the accuracy axis; each panel's legend
-// takes the corner its mean curves and band edges cross least (plot.ClearLegend).
+// Figure draws Figure 2 (Figure2Panels) and writes it as base.{svg,png,pdf}.
 func Figure(curves, steps *report.Table, thresholds []float64, base, title string) ([]string, error) {
+	panels, err := Figure2Panels(curves, steps, thresholds, title)
+	if err != nil {
+		return nil, err
+	}
+	return plot.SaveRow(panels, Figure2Width, Figure2Height, base)
+}
+
+// Figure2Panels returns the panels of Figure 2 from the wall-time curves (CurvesTable) and the
+// step curves (StepCurvesTable), both read back from their CSV files: (a) mean test accuracy
+// against optimisation time, each method up to the end of the shortest of its seeds' runs, with
+// ± 1 std bands and the shared horizon of Table 1 as a vertical line; (b) the same runs against
+// steps. Both panels draw the thresholds (percent) and share the accuracy axis; each panel's
+// legend goes where nothing else is drawn, the bottom right corner first (plot.SaveRow).
+func Figure2Panels(curves, steps *report.Table, thresholds []float64, title string) ([]*plot.Plot, error) {
 	h, ok := curves.Lookup("horizon_s")
 	if !ok {
 		return nil, fmt.Errorf("headopt: the curves table has no horizon_s comment")
@@ -128,25 +136,9 @@ func Figure(curves, steps *report.Table, thresholds []float64, base, title strin
 	a.Y.Min, b.Y.Min = lo, lo
 	a.Y.Max = math.Max(a.Y.Max, b.Y.Max)
 	b.Y.Max = a.Y.Max
-	width, height := 1.5*plot.PanelWidth, 1.2*plot.PanelHeight
-	plot.ClearLegend(a, width, height, byTime.lines()...)
-	plot.ClearLegend(b, width, height, byStep.lines()...)
-	return plot.SaveRow([]*plot.Plot{a, b}, width, height, base)
+	return []*plot.Plot{a, b}, nil
 }
 
-// lines returns the mean curves and the edges of their ± 1 std bands as points, in the methods'
-// order.
-func (mc *meanCurves) lines() []plotter.XYs {
-	var out []plotter.XYs
-	for _, m := range mc.order {
-		c := mc.by[m]
-		for _, ys := range [][]float64{c.mean, c.lo, c.hi} {
-			xys := make(plotter.XYs, len(c.x))
-			for i := range c.x {
-				xys[i] = plotter.XY{X: c.x[i], Y: ys[i]}
-			}
-			out = append(out, xys)
-		}
-	}
-	return out
-}
+// Figure2Width and Figure2Height are the size of each panel of Figure 2 and of the ablation's
+// figure.
+var Figure2Width, Figure2Height = 1.5 * plot.PanelWidth, 1.2 * plot.PanelHeight

@@ -1,6 +1,8 @@
 package headopt
 
 import (
+	"fmt"
+
 	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/report"
 )
@@ -44,32 +46,54 @@ func WriteAll(runs []Run, methods []method.Method, d *Data, files Files, thresho
 		}
 		paths = append(paths, f.path)
 	}
-	curvesBack, err := report.Read(files.Curves)
-	if err != nil {
-		return paths, err
-	}
-	stepsBack, err := report.Read(files.Steps)
-	if err != nil {
-		return paths, err
-	}
-	figs, err := Figure(curvesBack, stepsBack, thresholds, files.Figure, d.Title())
-	paths = append(paths, figs...)
-	if err != nil {
-		return paths, err
-	}
 	summary.Comment("data", d.Title())
 	summary.Comment("source", d.Source)
 	provenance(summary)
-	tabs, err := WriteTable(summary, files.Table, d.Title(), d.Tag())
-	paths = append(paths, tabs...)
+	if err := summary.Write(files.Table + ".csv"); err != nil {
+		return paths, err
+	}
+	paths = append(paths, files.Table+".csv")
+	drawn, err := Redraw(files, d.Title(), d.Tag())
+	return append(paths, drawn...), err
+}
+
+// Redraw draws Figure 2, Table 1's Markdown and LaTeX and the caption from the CSV files a sweep
+// wrote in files (the curves, the step curves and Table 1, with the thresholds Table 1 records),
+// for data titled title and tagged tag, and returns the paths written. WriteAll calls it once
+// the CSV files are written; redrawn from the same files, the outputs have the same bytes.
+func Redraw(files Files, title, tag string) ([]string, error) {
+	var tabs [3]*report.Table
+	for i, path := range []string{files.Curves, files.Steps, files.Table + ".csv"} {
+		t, err := report.Read(path)
+		if err != nil {
+			return nil, fmt.Errorf("headopt: a finished sweep's CSV file: %w (fgn headopt writes it)", err)
+		}
+		tabs[i] = t
+	}
+	curves, steps, table := tabs[0], tabs[1], tabs[2]
+	_, _, thresholds, err := parseSummary(table)
+	if err != nil {
+		return nil, err
+	}
+	paths, err := Figure(curves, steps, thresholds, files.Figure, title)
 	if err != nil {
 		return paths, err
 	}
-	back, err := report.Read(files.Table + ".csv")
+	md, err := Markdown(table, title)
 	if err != nil {
 		return paths, err
 	}
-	text, err := Caption(back, d.Title())
+	tex, err := LaTeX(table, title, tag)
+	if err != nil {
+		return paths, err
+	}
+	for _, f := range []struct{ ext, text string }{{".md", md}, {".tex", tex}} {
+		if err := writeText(files.Table+f.ext, f.text); err != nil {
+			return paths, err
+		}
+		paths = append(paths, files.Table+f.ext)
+	}
+	text, err := Caption(table, title)
 	return writeCaption(paths, files.Caption, text, err)
 }
 

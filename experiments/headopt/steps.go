@@ -100,7 +100,7 @@ func stepsOrNaN(steps []int, acc []float64, threshold float64) float64 {
 func StepCurvesTable(curves []StepCurve, title string) *report.Table {
 	t := report.NewTable("method", "seeds", "step", "epoch", "acc_mean_pct", "acc_std_pct", "ce_mean", "ce_std")
 	t.Comment("data", title)
-	t.Comment("aggregation", "mean and population std over seeds at each evaluation step; no clock is involved: a rerun of a seed on the same backend gives the same values")
+	t.Comment("aggregation", "mean and population std over seeds at each evaluation step; no clock is involved: a rerun of a seed on the same backend, build and CPU vector width gives the same values")
 	for _, c := range curves {
 		for k, s := range c.Steps {
 			t.Add(string(c.Method), c.Seeds, s, c.Epochs[k], 100*c.AccMean[k], 100*c.AccStd[k], c.CEMean[k], c.CEStd[k])

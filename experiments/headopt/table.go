@@ -56,7 +56,7 @@ func Markdown(t *report.Table, title string) (string, error) {
 	}
 	fmt.Fprintf(&b, "\n**By step.** The same runs at their last evaluation step, and the first evaluation step at which "+
 		"the mean accuracy reaches each threshold (\"–\": never). No clock is involved: rerunning a seed on the same "+
-		"backend gives the same numbers.\n\n| Method | Steps | Acc. at the end | CE at the end |")
+		"backend, build and CPU vector width gives the same numbers.\n\n| Method | Steps | Acc. at the end | CE at the end |")
 	for _, thr := range thresholds {
 		fmt.Fprintf(&b, " Steps to %g%% |", thr)
 	}
@@ -116,34 +116,6 @@ func maxOf(xs []float64) float64 {
 		m = math.Max(m, x)
 	}
 	return m
-}
-
-// WriteTable writes the summary table as base.csv, base.md and base.tex (each atomically),
-// rendering the Markdown and LaTeX from the CSV as read back, and returns the paths.
-func WriteTable(t *report.Table, base, title, tag string) ([]string, error) {
-	if err := t.Write(base + ".csv"); err != nil {
-		return nil, err
-	}
-	paths := []string{base + ".csv"}
-	back, err := report.Read(base + ".csv")
-	if err != nil {
-		return paths, err
-	}
-	md, err := Markdown(back, title)
-	if err != nil {
-		return paths, err
-	}
-	tex, err := LaTeX(back, title, tag)
-	if err != nil {
-		return paths, err
-	}
-	for _, f := range []struct{ ext, text string }{{".md", md}, {".tex", tex}} {
-		if err := writeText(base+f.ext, f.text); err != nil {
-			return paths, err
-		}
-		paths = append(paths, base+f.ext)
-	}
-	return paths, nil
 }
 
 func writeText(path, text string) error {

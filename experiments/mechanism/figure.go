@@ -1,8 +1,10 @@
 package mechanism
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"path/filepath"
 
@@ -22,41 +24,65 @@ const (
 	CaptionFile     = "figure1_mechanism.caption.md"
 )
 
-// Tables are the data of the three panels.
+// Tables are the data of the three panels; a panel whose CSV file is absent has a nil table.
 type Tables struct{ StepTime, Trace, Agreement *report.Table }
 
-// ReadTables reads the three CSV files from dir, naming any that is missing.
+// panelFiles are the panels' letters and CSV files, in order.
+var panelFiles = []struct{ panel, file string }{{"a", StepTimeFile}, {"b", TraceFile}, {"c", AgreementFile}}
+
+// ReadTables reads the panels' CSV files from dir. A panel whose file does not exist is left out
+// (a nil table; Missing names it); no file at all, or one that cannot be read, is an error.
 func ReadTables(dir string) (*Tables, error) {
-	var ts Tables
-	for _, f := range []struct {
-		name, panel string
-		dst         **report.Table
-	}{{StepTimeFile, "a", &ts.StepTime}, {TraceFile, "b", &ts.Trace}, {AgreementFile, "c", &ts.Agreement}} {
-		t, err := report.Read(filepath.Join(dir, f.name))
-		if err != nil {
-			return nil, fmt.Errorf("mechanism: panel (%s) data: %w (compute it with --panels %s)", f.panel, err, f.panel)
+	ts := &Tables{}
+	for i, dst := range ts.tables() {
+		t, err := report.Read(filepath.Join(dir, panelFiles[i].file))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("mechanism: panel (%s) data: %w", panelFiles[i].panel, err)
 		}
-		*f.dst = t
+		*dst = t
 	}
-	return &ts, nil
+	if len(ts.Missing()) == len(panelFiles) {
+		return nil, fmt.Errorf("mechanism: no panel data in %s (%s, %s, %s): compute the panels with --panels a,b,c",
+			dir, StepTimeFile, TraceFile, AgreementFile)
+	}
+	return ts, nil
 }
 
-// Figure draws the triptych from the tables and writes it as dir/FigureBase.{svg,png,pdf}, with
-// its caption in dir/CaptionFile. It returns the paths written.
+// tables returns the addresses of the panels' tables, in panel order.
+func (ts *Tables) tables() []**report.Table {
+	return []**report.Table{&ts.StepTime, &ts.Trace, &ts.Agreement}
+}
+
+// Missing returns the letters of the panels without a table.
+func (ts *Tables) Missing() []string {
+	var out []string
+	for i, t := range ts.tables() {
+		if *t == nil {
+			out = append(out, panelFiles[i].panel)
+		}
+	}
+	return out
+}
+
+// Figure draws the panels whose tables it has (the triptych when it has all three) and writes
+// them as dir/FigureBase.{svg,png,pdf}, with the caption in dir/CaptionFile. It returns the
+// paths written.
 func Figure(ts *Tables, dir string) ([]string, error) {
-	a, err := PanelStepTime(ts.StepTime)
-	if err != nil {
-		return nil, err
+	var panels []*plot.Plot
+	for _, p := range []struct {
+		t    *report.Table
+		draw func(*report.Table) (*plot.Plot, error)
+	}{{ts.StepTime, PanelStepTime}, {ts.Trace, PanelTrace}, {ts.Agreement, PanelAgreement}} {
+		if p.t == nil {
+			continue
+		}
+		panel, err := p.draw(p.t)
+		if err != nil {
+			return nil, err
+		}
+		panels = append(panels, panel)
 	}
-	b, err := PanelTrace(ts.Trace)
-	if err != nil {
-		return nil, err
-	}
-	c, err := PanelAgreement(ts.Agreement)
-	if err != nil {
-		return nil, err
-	}
-	paths, err := plot.SaveRow([]*plot.Plot{a, b, c}, plot.PanelWidth, plot.PanelHeight, filepath.Join(dir, FigureBase))
+	paths, err := plot.SaveRow(panels, plot.PanelWidth, plot.PanelHeight, filepath.Join(dir, FigureBase))
 	if err != nil {
 		return paths, err
 	}
@@ -172,7 +198,7 @@ func PanelTrace(t *report.Table) (*plot.Plot, error) {
 			return nil, err
 		}
 	}
-	p.Y.Min, p.Y.Max = 0, 1.4*maxOf(cols["tr_full"]) // headroom for the legend
+	p.Y.Min = 0
 	return p, nil
 }
 
@@ -214,22 +240,39 @@ func PanelAgreement(t *report.Table) (*plot.Plot, error) {
 	return p, nil
 }
 
-func maxOf(xs []float64) float64 {
-	m := math.Inf(-1)
-	for _, x := range xs {
-		m = math.Max(m, x)
-	}
-	return m
-}
-
-// Caption returns the figure's caption (Markdown), built from the tables' provenance and data.
+// Caption returns the figure's caption (Markdown), built from the tables' provenance and data,
+// with a line for each panel left out.
 func Caption(ts *Tables) (string, error) {
-	series, err := stepTimeByMethod(ts.StepTime)
-	if err != nil {
-		return "", err
-	}
 	get, code := report.Recorded, report.RecordedCode
 	b := report.NewCaption("Figure 1: mechanism checks for FGN", "fgn figure mechanism")
+	for _, p := range ts.Missing() {
+		fmt.Fprintf(b, "Panel (%s) is left out: its data were not computed (`fgn figure mechanism --panels %s` computes them).\n\n", p, p)
+	}
+	if ts.StepTime != nil {
+		if err := stepTimeCaption(b, ts.StepTime); err != nil {
+			return "", err
+		}
+	}
+	if ts.Trace != nil {
+		fmt.Fprintf(b, "\n(b) Output-space traces of Theorem 3.1 for one example, from the library's dense matrices "+
+			"(paper.NewDense: Kept, DroppedOut, Cov), against the competitor dispersion ξ; the shaded gap between full and "+
+			"retained is the dropped trace p†ξ; q = p★p† is the curvature weight of eq. (2.5). %s.\n", code(ts.Trace, "parameters"))
+	}
+	if ts.Agreement != nil {
+		fmt.Fprintf(b, "\n(c) Fraction R of the full-GGN damped quadratic decrease retained by the damped FGN step in the "+
+			"two-dimensional linear-logit construction of appendix G.1, against ξ, for three damping scales. %s; t\\_j %s; %s.\n",
+			code(ts.Agreement, "parameters"), get(ts.Agreement, "t_j"), code(ts.Agreement, "damping"))
+	}
+	return b.String(), nil
+}
+
+// stepTimeCaption writes panel (a)'s paragraph of the caption.
+func stepTimeCaption(b io.Writer, t *report.Table) error {
+	series, err := stepTimeByMethod(t)
+	if err != nil {
+		return err
+	}
+	get, code := report.Recorded, report.RecordedCode
 	fmt.Fprintf(b, "(a) Steady-state time of one optimiser step (logits, direction and parameter update in one compiled graph) "+
 		"of a linear softmax head on fixed Gaussian features, against the number of classes C; median over the timed steps, "+
 		"interquartile range shaded; the step is the training loop's, with hᵀ (and the feature Gram h hᵀ + 1 for FGN (closed-form Gram)) "+
@@ -237,8 +280,8 @@ func Caption(ts *Tables) (string, error) {
 		"the full softmax GGN; FGN (closed-form Gram) is row-space CG (eq. 4.6) on the closed-form affine-head row Gram of appendix F.2; "+
 		"FGN (matrix-free) is the same row-space CG applying the row operator by one JVP and one VJP of the head per iteration (eq. 4.8), "+
 		"the products SGN uses. λ = 1, CG budget 5. %s. %s. Profile %s.\n",
-		code(ts.StepTime, "parameters"), get(ts.StepTime, "steps"), get(ts.StepTime, "profile"))
-	fmt.Fprintf(b, "Measured on %s; host %s.\n", report.MeasuredOn(ts.StepTime), get(ts.StepTime, "host load"))
+		code(t, "parameters"), get(t, "steps"), get(t, "profile"))
+	fmt.Fprintf(b, "Measured on %s; host %s.\n", report.MeasuredOn(t), get(t, "host load"))
 	if sgn := series[method.SGN]; sgn != nil {
 		last := len(sgn.classes) - 1
 		for _, m := range []method.Method{method.FGN, method.FGNMatrixFree} {
@@ -247,11 +290,5 @@ func Caption(ts *Tables) (string, error) {
 			}
 		}
 	}
-	fmt.Fprintf(b, "\n(b) Output-space traces of Theorem 3.1 for one example, from the library's dense matrices "+
-		"(paper.NewDense: Kept, DroppedOut, Cov), against the competitor dispersion ξ; the shaded gap between full and "+
-		"retained is the dropped trace p†ξ; q = p★p† is the curvature weight of eq. (2.5). %s.\n", code(ts.Trace, "parameters"))
-	fmt.Fprintf(b, "\n(c) Fraction R of the full-GGN damped quadratic decrease retained by the damped FGN step in the "+
-		"two-dimensional linear-logit construction of appendix G.1, against ξ, for three damping scales. %s; t\\_j %s; %s.\n",
-		code(ts.Agreement, "parameters"), get(ts.Agreement, "t_j"), code(ts.Agreement, "damping"))
-	return b.String(), nil
+	return nil
 }

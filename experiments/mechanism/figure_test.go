@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"image/png"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fgn-paper/fgn/experiments/plot"
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/internal/mdtext"
 )
@@ -91,14 +93,61 @@ func TestFigureFromCSV(t *testing.T) {
 	}
 }
 
-func TestReadTablesMissing(t *testing.T) {
+// TestFigureWithoutPanels removes panel CSV files: without panel (a)'s the figure has panels
+// (b) and (c) and its caption says (a) is left out; without any it is an error, as is a CSV
+// file that cannot be read.
+func TestFigureWithoutPanels(t *testing.T) {
 	dir := t.TempDir()
 	writeTinyTables(t, dir)
-	if err := os.Remove(filepath.Join(dir, TraceFile)); err != nil {
+	if err := os.Remove(filepath.Join(dir, StepTimeFile)); err != nil {
 		t.Fatal(err)
 	}
-	_, err := ReadTables(dir)
-	if err == nil || !strings.Contains(err.Error(), "--panels b") {
-		t.Errorf("ReadTables without the trace CSV: error %v, want one naming --panels b", err)
+	tables, err := ReadTables(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tables.Missing(); len(got) != 1 || got[0] != "a" {
+		t.Errorf("Missing() = %q, want [a]", got)
+	}
+	if _, err := Figure(tables, dir); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, FigureBase+".png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := img.Bounds().Dx(), int(math.Round(float64(2*plot.PanelWidth)/72*float64(plot.PNGDotsPerIn))); got != want {
+		t.Errorf("figure without panel (a): %d px wide, want two panels' %d", got, want)
+	}
+	caption, err := os.ReadFile(filepath.Join(dir, CaptionFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Panel (a) is left out", "--panels a", "(b) Output-space traces", "(c) Fraction R"} {
+		if !strings.Contains(string(caption), want) {
+			t.Errorf("caption lacks %q:\n%s", want, caption)
+		}
+	}
+	if strings.Contains(string(caption), "(a) Steady-state") {
+		t.Errorf("caption describes the missing panel (a):\n%s", caption)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, TraceFile), []byte("not,a\ntable"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadTables(dir); err == nil || !strings.Contains(err.Error(), "panel (b) data") {
+		t.Errorf("ReadTables with an unreadable trace CSV: error %v, want one naming panel (b)", err)
+	}
+	for _, f := range []string{TraceFile, AgreementFile} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ReadTables(dir); err == nil || !strings.Contains(err.Error(), "--panels a,b,c") {
+		t.Errorf("ReadTables without any CSV: error %v, want one naming --panels a,b,c", err)
 	}
 }

@@ -29,7 +29,7 @@ type MakeConfig struct {
 // Make computes the configured panels of Figure 1, writes each as a CSV file with its
 // provenance (report.Provenance; the profile is StepTime.Profile for panel (a), exact
 // computations for (b) and (c)) into dir, then draws the figure and its caption from the CSV
-// files in dir as read back (Figure). It returns the paths written. be may be nil when no panel
+// files in dir as read back (Figure), leaving out a panel whose CSV file is not there. It returns the paths written. be may be nil when no panel
 // is computed.
 func Make(be compute.Backend, cfg MakeConfig, dir string) ([]string, error) {
 	log, progress := cfg.Log, cfg.Progress
@@ -84,6 +84,9 @@ func Make(be compute.Backend, cfg MakeConfig, dir string) ([]string, error) {
 	tables, err := ReadTables(dir)
 	if err != nil {
 		return paths, err
+	}
+	for _, p := range tables.Missing() {
+		fmt.Fprintf(log, "figure: panel (%s) left out: no data in %s (--panels %s computes it)\n", p, dir, p)
 	}
 	figs, err := Figure(tables, dir)
 	for _, path := range figs {

@@ -2,17 +2,25 @@ package plot
 
 import (
 	"bytes"
+	"encoding/xml"
+	"fmt"
 	"image/color"
 	"image/png"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/fgn-paper/fgn/experiments/method"
+	"github.com/fgn-paper/fgn/experiments/plot/plottest"
 	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/vg"
 )
 
 // TestMethodStyles pins the colour of every method (they must not drift between figures) and
@@ -47,12 +55,15 @@ func TestMethodStyles(t *testing.T) {
 	}
 }
 
-// TestSaveRow writes a row of two panels and checks every file: the PNG decodes at the
-// configured resolution and contains FGN's exact colour (its line was drawn), the SVG and PDF
-// have their headers.
+// TestSaveRow writes a row of two panels, with Greek letters and symbols in their text and a
+// translucent band, and checks every file as a reader sees it: the PNG decodes at the
+// configured resolution with FGN's exact colour and the band's colour over white; the SVG is
+// XML whose every text element states its laid-out width and a fallback family list; the PDF
+// gives its text back through pdftotext, embeds its fonts with a Unicode map and, drawn by
+// pdftoppm, has the band's colour. Writing the row again gives the same bytes in every format.
 func TestSaveRow(t *testing.T) {
 	xs := []float64{1, 2, 4, 8}
-	a := New("(a) methods", "x", "y")
+	a := New("(a) methods, λ = 0.1", "number of classes C", "time per step (ms)")
 	LogLog2(a)
 	for i, m := range method.Methods {
 		ys := []float64{1, 2, 3, 4}
@@ -63,25 +74,35 @@ func TestSaveRow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b := New("(b) band", "x", "y")
-	if err := AddBand(b, "gap", Series(1).Color, xs, []float64{0, 0, 1, 1}, []float64{1, 2, 3, 4}); err != nil {
+	b := New("(b) band", "competitor dispersion ξ", "trace")
+	band := Series(1).Color
+	if err := AddBand(b, "gap p†ξ", band, xs, []float64{0, 0, 1, 1}, []float64{1, 2, 3, 4}); err != nil {
 		t.Fatal(err)
 	}
-	if err := AddSeries(b, "upper", Series(0), xs, []float64{1, 2, 3, 4}); err != nil {
+	if err := AddSeries(b, "full 2q + p†²ξ, b×d×C, q(2−ξ)", Series(0), xs, []float64{1, 2, 3, 4}); err != nil {
 		t.Fatal(err)
 	}
-	base := filepath.Join(t.TempDir(), "sub", "row")
-	paths, err := SaveRow([]*Plot{a, b}, PanelWidth, PanelHeight, base)
+	labels := []string{"(a) methods, λ = 0.1", "competitor dispersion ξ", "time per step (ms)", "gap p†ξ",
+		"full 2q + p†²ξ, b×d×C, q(2−ξ)", method.FGN.Label()}
+	dir := t.TempDir()
+	paths, err := SaveRow([]*Plot{a, b}, PanelWidth, PanelHeight, filepath.Join(dir, "sub", "row"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(paths) != len(Formats) {
 		t.Fatalf("wrote %v, want one file per format %v", paths, Formats)
 	}
-	for _, path := range paths {
+	again, err := SaveRow([]*Plot{a, b}, PanelWidth, PanelHeight, filepath.Join(dir, "again"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, path := range paths {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if other, err := os.ReadFile(again[i]); err != nil || !bytes.Equal(data, other) {
+			t.Errorf("%s and %s, the same row written twice, differ (%v)", path, again[i], err)
 		}
 		switch filepath.Ext(path) {
 		case ".png":
@@ -94,29 +115,118 @@ func TestSaveRow(t *testing.T) {
 				t.Errorf("%s: width %d px, want %d", path, got, wantW)
 			}
 			style, _ := MethodStyle(method.FGN)
-			fgn := color.RGBAModel.Convert(style.Color).(color.RGBA)
-			found := false
-			for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y && !found; y++ {
-				for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x++ {
-					if color.RGBAModel.Convert(img.At(x, y)).(color.RGBA) == fgn {
-						found = true
-						break
-					}
+			for _, want := range []color.Color{style.Color, BandColor(band)} {
+				if n := plottest.CountColour(img, want, 0); n == 0 {
+					t.Errorf("%s: no pixel has the colour %v", path, want)
 				}
 			}
-			if !found {
-				t.Errorf("%s: no pixel has FGN's colour %v", path, fgn)
-			}
 		case ".svg":
-			if !bytes.HasPrefix(data, []byte("<?xml")) || !bytes.Contains(data, []byte("<svg")) {
-				t.Errorf("%s: not an SVG document: %.40q", path, data)
-			}
+			checkSVG(t, path, data)
 		case ".pdf":
 			if !bytes.HasPrefix(data, []byte("%PDF-")) || !bytes.Contains(data[len(data)-32:], []byte("%%EOF")) {
 				t.Errorf("%s: not a complete PDF document", path)
 			}
+			plottest.CheckPDF(t, path, labels, []color.Color{BandColor(band)})
 		default:
 			t.Errorf("unexpected file %s", path)
+		}
+	}
+}
+
+// checkSVG checks that an SVG document is well-formed XML and that each of its text elements
+// has a textLength equal to its text's width in the project font and a font-family list that
+// starts with the project font and ends with the generic serif family.
+func checkSVG(t *testing.T, path string, data []byte) {
+	t.Helper()
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	texts := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s: not XML: %v", path, err)
+		}
+		start, ok := tok.(xml.StartElement)
+		if !ok || start.Name.Local != "text" {
+			continue
+		}
+		var content string
+		if err := dec.DecodeElement(&content, &start); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		texts++
+		attrs := map[string]string{}
+		for _, a := range start.Attr {
+			attrs[a.Name.Local] = a.Value
+		}
+		family := regexp.MustCompile(`font-family:([^;]*)`).FindStringSubmatch(attrs["style"])
+		if family == nil || !strings.HasPrefix(family[1], "'Liberation Serif',") || !strings.HasSuffix(family[1], ",serif") {
+			t.Errorf("%s: text %q: font families %q, want 'Liberation Serif' first and serif last", path, content, family)
+		}
+		size := regexp.MustCompile(`font-size:([0-9.]+)px`).FindStringSubmatch(attrs["style"])
+		if size == nil {
+			t.Fatalf("%s: text %q has no font size", path, content)
+		}
+		pt, _ := strconv.ParseFloat(size[1], 64)
+		face := font.DefaultCache.Lookup(textFont(vg.Length(pt)), vg.Length(pt))
+		want := float64(face.Width(content))
+		got, err := strconv.ParseFloat(attrs["textLength"], 64)
+		if err != nil || math.Abs(got-want) > 1e-3*want+1e-6 || attrs["lengthAdjust"] != "spacingAndGlyphs" {
+			t.Errorf("%s: text %q: textLength %q lengthAdjust %q, want %.6g (±0.1%%) and spacingAndGlyphs",
+				path, content, attrs["textLength"], attrs["lengthAdjust"], want)
+		}
+	}
+	if texts == 0 {
+		t.Errorf("%s: no text elements", path)
+	}
+}
+
+// TestSaveGrid writes two rows of two panels and checks the drawing's size, and that in the PDF,
+// read back by pdftotext with its words' boxes, every title lies above its own panel's x label
+// and below the x label of the panel above.
+func TestSaveGrid(t *testing.T) {
+	var rows [][]*Plot
+	for r := range 2 {
+		var row []*Plot
+		for c := range 2 {
+			p := New(fmt.Sprintf("T%d%d", r, c), fmt.Sprintf("X%d%d", r, c), "y")
+			if err := AddSeries(p, "", Series(c), []float64{0, 1}, []float64{0, 1}); err != nil {
+				t.Fatal(err)
+			}
+			row = append(row, p)
+		}
+		rows = append(rows, row)
+	}
+	paths, err := SaveGrid(rows, PanelWidth, PanelHeight, filepath.Join(t.TempDir(), "grid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(paths[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := img.Bounds().Dy(), int(math.Round(float64(2*PanelHeight)/72*float64(PNGDotsPerIn))); got != want {
+		t.Errorf("%s: height %d px, want %d", paths[1], got, want)
+	}
+	tops := map[string]float64{} // of each word's box, from the top of the page
+	for _, w := range plottest.Words(t, paths[2]) {
+		tops[w.Text] = w.YMin
+	}
+	for c := range 2 {
+		order := []string{fmt.Sprintf("T0%d", c), fmt.Sprintf("X0%d", c), fmt.Sprintf("T1%d", c), fmt.Sprintf("X1%d", c)}
+		for k, word := range order {
+			if _, ok := tops[word]; !ok {
+				t.Fatalf("%s: pdftotext gives no word %q", paths[2], word)
+			}
+			if k > 0 && !(tops[order[k-1]] < tops[word]) {
+				t.Errorf("%s: %q (top %.1f pt) is not above %q (top %.1f pt)", paths[2], order[k-1], tops[order[k-1]], word, tops[word])
+			}
 		}
 	}
 }
@@ -141,6 +251,8 @@ func TestErrors(t *testing.T) {
 		{"band lengths", AddBand(p, "b", Series(0).Color, []float64{1, 2}, []float64{1}, []float64{1, 2}), "1 lower"},
 		{"no panels", second(SaveRow(nil, PanelWidth, PanelHeight, filepath.Join(dir, "x"))), "no panels"},
 		{"zero size", second(Save(p, 0, PanelHeight, filepath.Join(dir, "x"))), "must be positive"},
+		{"ragged grid", second(SaveGrid([][]*Plot{{p, p}, {p}}, PanelWidth, PanelHeight, filepath.Join(dir, "x"))), "row 1 has 1 panels, row 0 has 2"},
+		{"nil panel", second(SaveGrid([][]*Plot{{p}, {nil}}, PanelWidth, PanelHeight, filepath.Join(dir, "x"))), "panel 0 of row 1 is nil"},
 		{"log of negative", second(Save(logPanel, PanelWidth, PanelHeight, filepath.Join(dir, "neg"))), "drawing"},
 	} {
 		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.want) {

@@ -11,8 +11,6 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgpdf"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/fgn-paper/fgn/internal/atomicfile"
 )
@@ -24,32 +22,34 @@ var Formats = []string{"svg", "png", "pdf"}
 // Save writes the panel p, of size width × height, to base.svg, base.png and base.pdf, each
 // atomically, and returns the paths written.
 func Save(p *Plot, width, height vg.Length, base string) ([]string, error) {
-	return SaveRow([]*Plot{p}, width, height, base)
+	return SaveGrid([][]*Plot{{p}}, width, height, base)
 }
 
-// SaveRow writes the panels side by side (a triptych for three), each panelWidth × height, with
-// their data areas aligned, to base.svg, base.png and base.pdf, each atomically, and returns the
-// paths written.
+// SaveRow writes the panels side by side (a triptych for three) as SaveGrid does.
 func SaveRow(panels []*Plot, panelWidth, height vg.Length, base string) ([]string, error) {
-	if len(panels) == 0 {
-		return nil, fmt.Errorf("plot: no panels to save to %s", base)
+	return SaveGrid([][]*Plot{panels}, panelWidth, height, base)
+}
+
+// SaveGrid writes the rows of panels, each panel panelWidth × panelHeight, with their data areas
+// aligned in rows and columns and each legend where nothing else is drawn (extending a y axis
+// upwards where no place is free; see placeLegends), to base.svg, base.png and base.pdf, each
+// atomically, and returns the paths written.
+func SaveGrid(rows [][]*Plot, panelWidth, panelHeight vg.Length, base string) ([]string, error) {
+	if err := checkGrid(rows, panelWidth, panelHeight); err != nil {
+		return nil, fmt.Errorf("plot: %s: %w", base, err)
 	}
-	for i, p := range panels {
-		if p == nil {
-			return nil, fmt.Errorf("plot: panel %d of %s is nil", i, base)
-		}
+	places, err := placeLegends(rows, panelWidth, panelHeight)
+	if err != nil {
+		return nil, fmt.Errorf("plot: drawing %s: %w", base, err)
 	}
-	if !(panelWidth > 0 && height > 0) {
-		return nil, fmt.Errorf("plot: panel size %v × %v of %s must be positive", panelWidth, height, base)
-	}
-	width := panelWidth * vg.Length(len(panels))
+	w, h := gridSize(rows, panelWidth, panelHeight)
 	var paths []string
 	for _, format := range Formats {
-		c, err := newCanvas(format, width, height)
+		c, err := newCanvas(format, w, h)
 		if err != nil {
 			return paths, err
 		}
-		if err := drawRow(panels, c); err != nil {
+		if _, err := drawGrid(rows, c, places); err != nil {
 			return paths, fmt.Errorf("plot: drawing %s: %w", base, err)
 		}
 		path := base + "." + format
@@ -66,14 +66,20 @@ func SaveRow(panels []*Plot, panelWidth, height vg.Length, base string) ([]strin
 
 // PNG draws the panels in one row as SaveRow does and returns the PNG image (for notebooks).
 func PNG(panels []*Plot, panelWidth, height vg.Length) ([]byte, error) {
-	if len(panels) == 0 {
-		return nil, fmt.Errorf("plot: no panels to draw")
+	rows := [][]*Plot{panels}
+	if err := checkGrid(rows, panelWidth, height); err != nil {
+		return nil, fmt.Errorf("plot: %w", err)
 	}
-	c, err := newCanvas("png", panelWidth*vg.Length(len(panels)), height)
+	places, err := placeLegends(rows, panelWidth, height)
+	if err != nil {
+		return nil, fmt.Errorf("plot: drawing: %w", err)
+	}
+	w, h := gridSize(rows, panelWidth, height)
+	c, err := newCanvas("png", w, h)
 	if err != nil {
 		return nil, err
 	}
-	if err := drawRow(panels, c); err != nil {
+	if _, err := drawGrid(rows, c, places); err != nil {
 		return nil, fmt.Errorf("plot: drawing: %w", err)
 	}
 	var buf bytes.Buffer
@@ -83,25 +89,65 @@ func PNG(panels []*Plot, panelWidth, height vg.Length) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// checkGrid reports a grid that is empty, ragged or holds a nil panel, or a panel size that is
+// not positive.
+func checkGrid(rows [][]*Plot, panelWidth, panelHeight vg.Length) error {
+	if len(rows) == 0 || len(rows[0]) == 0 {
+		return fmt.Errorf("no panels")
+	}
+	for i, row := range rows {
+		if len(row) != len(rows[0]) {
+			return fmt.Errorf("row %d has %d panels, row 0 has %d", i, len(row), len(rows[0]))
+		}
+		for j, p := range row {
+			if p == nil {
+				return fmt.Errorf("panel %d of row %d is nil", j, i)
+			}
+		}
+	}
+	if !(panelWidth > 0 && panelHeight > 0) {
+		return fmt.Errorf("panel size %v × %v must be positive", panelWidth, panelHeight)
+	}
+	return nil
+}
+
+// gridSize returns the size of the canvas of the rows of panels.
+func gridSize(rows [][]*Plot, panelWidth, panelHeight vg.Length) (w, h vg.Length) {
+	return panelWidth * vg.Length(len(rows[0])), panelHeight * vg.Length(len(rows))
+}
+
+// panelsOf returns the panels of the rows in order, row by row.
+func panelsOf(rows [][]*Plot) []*Plot {
+	var out []*Plot
+	for _, row := range rows {
+		out = append(out, row...)
+	}
+	return out
+}
+
+// newCanvas returns a canvas of the format: gonum's SVG canvas with text that keeps its extent
+// in any viewer (svgCanvas), gonum's PNG canvas at PNGDotsPerIn, and a PDF canvas embedding
+// its Unicode font, keeping translucent colours and writing the same bytes for the same drawing
+// (pdfCanvas).
 func newCanvas(format string, w, h vg.Length) (vg.CanvasWriterTo, error) {
 	switch format {
 	case "svg":
-		return vgsvg.New(w, h), nil
+		return newSVGCanvas(w, h), nil
 	case "png":
 		return vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(PNGDotsPerIn))}, nil
 	case "pdf":
-		c := vgpdf.New(w, h)
-		c.EmbedFonts(true)
-		return c, nil
+		return newPDFCanvas(w, h), nil
 	}
 	return nil, fmt.Errorf("plot: unsupported format %q", format)
 }
 
-// drawRow paints a white background and the panels in one row, their data areas aligned by
-// gonum's Align. drawRow draws two kinds of text itself:
+// drawGrid paints a white background and the rows of panels, their data areas aligned by
+// gonum's Align, with each panel's legend at its place (places holds one per panel, row by row;
+// none where places is nil or holds nil), and returns the panels' data areas, row by row, in the
+// canvas's coordinates. drawGrid draws two kinds of text itself:
 //
-//   - titles, on one baseline above the data areas (Align would otherwise place each at the top of
-//     its own, differently sized, tile);
+//   - titles, on one baseline above each row's data areas (Align would otherwise place each at the
+//     top of its own, differently sized, tile);
 //   - axis labels, centred on the data area as gonum draws them. gonum/plot v0.15.2 reserves room
 //     for an axis label around the arithmetic midpoint of the axis range in data coordinates,
 //     which on a log axis lies near its far end, so a log panel would get a wide spurious margin;
@@ -109,38 +155,48 @@ func newCanvas(format string, w, h vg.Length) (vg.CanvasWriterTo, error) {
 //
 // gonum/plot panics on some drawing errors (for example a log axis over non-positive data);
 // they are returned as errors.
-func drawRow(panels []*Plot, c vg.CanvasSizer) (err error) {
-	type texts struct{ title, x, y string }
+func drawGrid(rows [][]*Plot, c vg.CanvasSizer, places []*legendPlace) (areas []vg.Rectangle, err error) {
+	type texts struct {
+		title, x, y string
+		legend      gplot.Legend
+	}
+	panels := panelsOf(rows)
 	saved := make([]texts, len(panels))
 	for i, p := range panels {
-		saved[i] = texts{p.Title.Text, p.X.Label.Text, p.Y.Label.Text}
+		saved[i] = texts{p.Title.Text, p.X.Label.Text, p.Y.Label.Text, p.Legend}
 		p.Title.Text = ""
 		p.X.Label.Text = placeholder(p.X.Label.Text)
 		p.Y.Label.Text = placeholder(p.Y.Label.Text)
+		p.Legend = gplot.NewLegend() // no entries: drawn at its place below
 	}
 	defer func() {
 		for i, p := range panels {
-			p.Title.Text, p.X.Label.Text, p.Y.Label.Text = saved[i].title, saved[i].x, saved[i].y
+			p.Title.Text, p.X.Label.Text, p.Y.Label.Text, p.Legend = saved[i].title, saved[i].x, saved[i].y, saved[i].legend
 		}
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
+			areas, err = nil, fmt.Errorf("%v", r)
 		}
 	}()
 	dc := draw.New(c)
 	dc.SetColor(color.White)
 	dc.Fill(dc.Rectangle.Path())
-	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Points(6), PadTop: vg.Points(2),
-		PadBottom: vg.Points(2), PadLeft: vg.Points(2), PadRight: vg.Points(4)}
+	// titleSpace is the room above each row of tiles: its titles' height and padding.
+	titleSpace := vg.Points(2)
 	for i, t := range saved {
 		if t.title != "" {
-			tiles.PadTop = max(tiles.PadTop, panels[i].Title.TextStyle.Height(t.title)+2*panels[i].Title.Padding)
+			titleSpace = max(titleSpace, panels[i].Title.TextStyle.Height(t.title)+2*panels[i].Title.Padding)
 		}
 	}
-	canvases := gplot.Align([][]*Plot{panels}, tiles, dc)
+	tiles := draw.Tiles{Rows: len(rows), Cols: len(rows[0]), PadX: vg.Points(6), PadY: titleSpace + vg.Points(4),
+		PadTop: titleSpace, PadBottom: vg.Points(2), PadLeft: vg.Points(2), PadRight: vg.Points(4)}
+	canvases := gplot.Align(rows, tiles, dc)
+	areas = make([]vg.Rectangle, len(panels))
 	for i, p := range panels {
-		tile := canvases[0][i]
+		r, col := i/len(rows[0]), i%len(rows[0])
+		tile := canvases[r][col]
 		p.Draw(tile)
 		data := p.DataCanvas(tile)
+		areas[i] = data.Rectangle
 		center := data.Center()
 		if t := saved[i].title; t != "" {
 			style := p.Title.TextStyle
@@ -148,7 +204,9 @@ func drawRow(panels []*Plot, c vg.CanvasSizer) (err error) {
 			// Centred on the data area, but moved inwards so that a long title is not cut off.
 			half := style.Width(t) / 2
 			x := max(dc.Min.X+half, min(dc.Max.X-half, center.X))
-			dc.FillText(style, vg.Point{X: x, Y: dc.Max.Y - p.Title.Padding}, t)
+			// Below the top of the row's room for titles (Align moves the tiles within it).
+			top := tiles.At(dc, col, r).Max.Y + titleSpace
+			dc.FillText(style, vg.Point{X: x, Y: top - p.Title.Padding}, t)
 		}
 		if t := saved[i].x; t != "" {
 			style := p.X.Label.TextStyle
@@ -160,8 +218,12 @@ func drawRow(panels []*Plot, c vg.CanvasSizer) (err error) {
 			x := tile.Min.X + p.Y.Label.TextStyle.Height(t) - style.FontExtents().Descent
 			dc.FillText(style, vg.Point{X: x, Y: center.Y}, t)
 		}
+		if i < len(places) && places[i] != nil {
+			p.Legend = saved[i].legend
+			drawLegend(p, dc, places[i])
+		}
 	}
-	return nil
+	return areas, nil
 }
 
 // placeholder returns a one-space stand-in for a non-empty axis label.

@@ -33,22 +33,42 @@ func AddSeries(p *Plot, label string, s Style, xs, ys []float64) error {
 	if err != nil {
 		return fmt.Errorf("plot: series %q: %w", label, err)
 	}
-	line.LineStyle = draw.LineStyle{Color: s.Color, Width: LineWidth, Dashes: s.Dashes}
+	line.LineStyle = s.lineStyle()
 	p.Add(line)
-	thumbs := []gplot.Thumbnailer{line}
 	if s.Glyph != nil {
 		scatter, err := plotter.NewScatter(pts)
 		if err != nil {
 			return fmt.Errorf("plot: series %q: %w", label, err)
 		}
-		scatter.GlyphStyle = draw.GlyphStyle{Color: s.Color, Radius: GlyphRadius, Shape: s.Glyph}
+		scatter.GlyphStyle = s.glyphStyle()
 		p.Add(scatter)
-		thumbs = append(thumbs, scatter)
 	}
 	if label != "" {
-		p.Legend.Add(label, thumbs...)
+		AddLegendEntry(p, label, s)
 	}
 	return nil
+}
+
+// AddLegendEntry adds a legend entry drawn in the given style, for a series added without one
+// (one entry standing for several curves, say).
+func AddLegendEntry(p *Plot, label string, s Style) {
+	thumbs := []gplot.Thumbnailer{&plotter.Line{LineStyle: s.lineStyle()}}
+	if s.Glyph != nil {
+		thumbs = append(thumbs, &plotter.Scatter{GlyphStyle: s.glyphStyle()})
+	}
+	p.Legend.Add(label, thumbs...)
+}
+
+func (s Style) lineStyle() draw.LineStyle {
+	w := s.Width
+	if w == 0 {
+		w = LineWidth
+	}
+	return draw.LineStyle{Color: s.Color, Width: w, Dashes: s.Dashes}
+}
+
+func (s Style) glyphStyle() draw.GlyphStyle {
+	return draw.GlyphStyle{Color: s.Color, Radius: GlyphRadius, Shape: s.Glyph}
 }
 
 // AddBand shades the region between lo(xs) and hi(xs) in clr at the style's band opacity
@@ -81,6 +101,15 @@ func AddBand(p *Plot, label string, clr color.Color, xs, lo, hi []float64) error
 		p.Legend.Add(label, poly)
 	}
 	return nil
+}
+
+// BandColor returns the colour a band of clr (AddBand) has where it lies over the white
+// background alone: each channel v becomes 255 − a·(255 − v), a the band's opacity.
+func BandColor(clr color.Color) color.Color {
+	c := Translucent(clr, BandAlpha).(color.NRGBA)
+	a := float64(c.A) / 255
+	over := func(v uint8) uint8 { return uint8(math.Round(255 - a*(255-float64(v)))) }
+	return color.NRGBA{R: over(c.R), G: over(c.G), B: over(c.B), A: 0xff}
 }
 
 // Translucent returns clr with opacity alpha, clamped to [0, 1].

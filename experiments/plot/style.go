@@ -1,10 +1,13 @@
 // Package plot is the one plotting style of the project, on gonum.org/v1/plot: fonts, sizes,
 // line widths and a fixed colour, dash pattern and marker per optimisation method, used by every
-// figure, plus helpers that save a plot or a row of panels as SVG (web), PDF (LaTeX) and PNG
-// (notebooks, READMEs), each written atomically.
+// figure, plus helpers that save a plot, a row or a grid of panels as SVG (web), PDF (LaTeX) and
+// PNG (notebooks, READMEs), each written atomically, with the same bytes for the same drawing.
+// PDFs embed their font with a Unicode map and keep translucent colours; SVG text keeps its
+// laid-out width in any viewer; each legend is placed where nothing else is drawn.
 //
 // A figure is made by creating panels with [New], adding series with [AddMethod], [AddSeries]
-// and [AddBand], and writing them with [Save] or [SaveRow].
+// and [AddBand], and writing them with [Save], [SaveRow] or [SaveGrid]; [CheckLegends] checks
+// the legends' places in a test.
 package plot
 
 import (
@@ -29,6 +32,7 @@ type Style struct {
 	Color  color.Color
 	Dashes []vg.Length // nil for a solid line
 	Glyph  draw.GlyphDrawer
+	Width  vg.Length // of the line; 0 for LineWidth
 }
 
 // The palette is Okabe & Ito's colour-blind-safe set. Methods take four of its colours; other

@@ -239,8 +239,9 @@ func Targets(cfg Config) ([]Target, error) {
 
 	afiles := headopt.AblationFilesFor("", tag)
 	ablation := onData(Target{Name: "cg_stopping_" + tag, Title: "CG stopping-rule ablation" + on,
-		Outputs:  []string{afiles.Steps, afiles.Caption},
-		Settings: map[string]any{"profile": p.Headopt, "rules": headopt.StoppingRules, "hyper_parameters": headopt.PaperHypers}},
+		Outputs: []string{afiles.Steps, afiles.Caption},
+		Settings: map[string]any{"profile": p.Headopt, "rules": headopt.StoppingRules, "cg_max_iterations": headopt.AblationCaps(p.Headopt),
+			"hyper_parameters": headopt.PaperHypers}},
 		afiles.Figure, func(cfg Config, b build, d *headopt.Data) error {
 			_, err := headopt.MakeAblation(cfg.Backend, headopt.AblationConfig{Profile: p.Headopt, Out: cfg.Out,
 				TracesDir: filepath.Join(b.work, "traces"), Command: cfg.Command, Log: cfg.Log,

@@ -36,6 +36,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"strings"
 
 	"github.com/gomlx/compute"
@@ -121,9 +123,21 @@ func newXLA(options string) (b compute.Backend, err error) {
 }
 
 // Describe returns a one-line description of the backend, for logs and CSV headers.
+//
+// The pure-Go backend describes itself by the size of its worker pool, "parallelism=N", which
+// compute sets to 2·GOMAXPROCS (more tasks than CPU threads, since a task may wait): on 2 CPUs
+// it reads "parallelism=4". Describe states the CPU threads instead, "GOMAXPROCS 2, worker pool
+// of 4 tasks".
 func Describe(b compute.Backend) string {
-	return fmt.Sprintf("%s (%s)", b.Name(), b.Description())
+	d := b.Description()
+	if m := goParallelism.FindStringSubmatch(d); m != nil && b.String() == gobackend.BackendName {
+		d = strings.Replace(d, m[0], fmt.Sprintf("(GOMAXPROCS %d, worker pool of %s tasks)", runtime.GOMAXPROCS(0), m[1]), 1)
+	}
+	return fmt.Sprintf("%s (%s)", b.Name(), d)
 }
+
+// goParallelism matches the pure-Go backend's worker-pool size in its description.
+var goParallelism = regexp.MustCompile(`\(parallelism=(-?[0-9]+)\)`)
 
 // SIMDWarning returns a one-line warning for long runs on the pure-Go backend of a binary built
 // without GOEXPERIMENT=simd (its matrix products then run without the AVX2/AVX-512 kernels),

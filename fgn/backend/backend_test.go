@@ -1,6 +1,8 @@
 package backend
 
 import (
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -65,5 +67,25 @@ func TestMissingPluginIsAnError(t *testing.T) {
 	_, err := NewWithConfig("xla:cuda")
 	if err == nil || !strings.Contains(err.Error(), "never downloads") {
 		t.Fatalf("xla:cuda without a plugin: error = %v, want a not-installed error", err)
+	}
+}
+
+// TestDescribeGo checks that the pure-Go backend's description names the CPU threads it runs on
+// (GOMAXPROCS) beside its worker pool, for the default pool (2·GOMAXPROCS) and a configured one.
+func TestDescribeGo(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	for _, tc := range []struct {
+		config string
+		pool   int
+	}{{"go", 2 * procs}, {"go:parallelism=3", 3}} {
+		b, err := NewWithConfig(tc.config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := Describe(b)
+		want := fmt.Sprintf("(GOMAXPROCS %d, worker pool of %d tasks)", procs, tc.pool)
+		if !strings.Contains(got, want) || strings.Contains(got, "parallelism=") {
+			t.Errorf("Describe(%s) = %q, want it to contain %q and no parallelism=", tc.config, got, want)
+		}
 	}
 }

@@ -111,7 +111,8 @@ type Axes struct {
 	Title, X, Y   string
 	LogX, LogY    bool
 	Width, Height vg.Length // 0 selects 1.6 × 1.3 of the project's panel size
-	// LegendLeft puts the legend in the top-left corner instead of the top-right one.
+	// LegendLeft prefers the top-left corner for the legend to the top-right one; either way the
+	// legend goes where no curve is (experiments/plot places it).
 	LegendLeft bool
 }
 

@@ -526,6 +526,7 @@ def scale_report(rows, sgemm, loads, machine, started, steps, runs):
             f"{r['go']['MiB-live-peak']:.0f} | {r['go']['live-peak/(params+batch)']:.1f} | "
             f"{r['go']['live-peak/estimate']:.2f} | {r['load']:.2f} |")
     by = {(r["batch"], r["classes"], r["method"]): r["go"]["ms/step"] for r in rows}
+    lines += scale_targets(rows, sgemm)
     lines += ["", "FGN (closed-form Gram) against the other Go steps (same runs, medians):", ""]
     for b, c in SCALE_SHAPES:
         lines.append(f"- b={b}, C={c}: FGN / Adam = {ratio(by[(b, c, 'FGN')], by[(b, c, 'Adam')])}, "
@@ -537,6 +538,52 @@ def scale_report(rows, sgemm, loads, machine, started, steps, runs):
                      f"numpy {ms['numpy']:.1f} ms ({flops / ms['numpy'] / 1e6:.0f} GFLOP/s)")
     lines.append(SCALE_END)
     return "\n".join(lines) + "\n"
+
+
+def scale_targets(rows, sgemm):
+    """The scale table's targets, from its medians, at the two shapes where the work grows and over
+    every shape."""
+    def cell(r, what):
+        floor = floor_products(r["method"], r["batch"]) * min(sgemm[(r["batch"], r["classes"])].values())
+        return {"peer": r["go"]["ms/step"] / r["torch"], "floor": r["go"]["ms/step"] / floor,
+                "memory": r["go"]["live-peak/(params+batch)"],
+                "spread": max(spread([g["ms/step"] for g in r["go_runs"]]), spread(r["torch_runs"])),
+                "ms": r["go"]["ms/step"]}[what]
+
+    def at(shape, method=None):
+        return [r for r in rows if (r["batch"], r["classes"]) == shape and method in (None, r["method"])]
+
+    def show(values, percent):
+        f = (lambda v: f"{v:.0%}") if percent else (lambda v: f"{v:.2f}")
+        return "-" if not values else f(values[0]) if len(values) == 1 else f"{f(min(values))}-{f(max(values))}"
+
+    big, wide = (512, 32768), (2048, 4096)
+    shapes = sorted({(r["batch"], r["classes"]) for r in rows})
+    others = [shape for shape in shapes if shape not in (big, wide)]
+    # (target, the values it bounds at one shape, bound, whether it holds at every shape or at the
+    # two where the work grows only, as percentages)
+    targets = [
+        ("every method ≤ 1.0× its PyTorch counterpart", lambda shape: [cell(r, "peer") for r in at(shape)], 1.0, True, False),
+        ("run-to-run spread ≤ 20 %, Go and PyTorch", lambda shape: [cell(r, "spread") for r in at(shape)], 0.2, True, True),
+        ("FGN (closed-form Gram) ≤ 1.5× its sgemm floor", lambda shape: [cell(r, "floor") for r in at(shape, "FGN")], 1.5, False, False),
+        ("Adam ≤ 1.5× its sgemm floor", lambda shape: [cell(r, "floor") for r in at(shape, "Adam")], 1.5, False, False),
+        ("FGN (closed-form Gram) live peak ≤ 3× parameters + batch",
+         lambda shape: [cell(r, "memory") for r in at(shape, "FGN")], 3.0, False, False),
+        ("FGN (closed-form Gram) ≤ 1.1× Adam at C=32768",
+         lambda shape: [cell(r, "ms") / cell(a, "ms") for r in at(shape, "FGN") for a in at(shape, "Adam")] if shape == big else [],
+         1.1, False, False),
+    ]
+    lines = ["", "The targets, from the medians above, at the two shapes where the work grows and over the table's",
+             "other shapes (the issue-33 targets hold at every shape; the others where the work grows):", "",
+             "| target | b=512, C=32768 | b=2048, C=4096 | other shapes | met |", "|---|---|---|---|---|"]
+    for name, values, bound, everywhere, percent in targets:
+        scope = shapes if everywhere else [big, wide]
+        bounded = [v for shape in scope for v in values(shape)]
+        other = [v for shape in others for v in values(shape)]
+        verdict = "-" if not bounded else "yes" if max(bounded) <= bound else "no"
+        lines.append(f"| {name} | {show(values(big), percent)} | {show(values(wide), percent)} | "
+                     f"{show(other, percent) if everywhere else '-'} | {verdict} |")
+    return lines
 
 
 def scale_csv(rows, sgemm, loads, machine, started):

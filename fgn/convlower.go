@@ -201,21 +201,26 @@ func (l lowering) convAsDot(x, k *Node, c convParams) *Node {
 	for i, axis := range c.axes.KernelSpatial {
 		kernelSpatial[i] = k.Shape().Dim(axis)
 	}
-	patches, outSpatial := l.convPatches(x, kernelSpatial, c)
+	patches, outSpatial, channelsMajor := l.convPatches(x, kernelSpatial, c)
 	kk := prod(kernelSpatial)
 	cIn, cOut := k.Shape().Dim(c.axes.KernelInputChannels), k.Shape().Dim(c.axes.KernelOutputChannels)
 	n := patches.Shape().Dim(0)
-	spatial := slices.Concat([]int{n}, outSpatial) // patches: [n, p…, (j, c)]
-	if !l.differentiable && c.channelGroups == 1 && c.batchGroups == 1 {
-		// patches [n, p…, j…, c] · kernel over (j…, c), the kernel's axes as they are: the pass
-		// that follows (relayout) lays out whichever operand is invariant, once.
-		lhs := Reshape(patches, slices.Concat(spatial, kernelSpatial, []int{cIn})...)
-		y := Dot(lhs, k).General(axisRange(r+1, r+1), nil, append(slices.Clone(c.axes.KernelSpatial), c.axes.KernelInputChannels), nil)
-		return toOutputAxes(y, c)
+	spatial := slices.Concat([]int{n}, outSpatial) // patches: [n, p…, (j, c)] or [n, p…, (c, j)]
+	// The patches' minor axes and the kernel's axes paired with them, in order.
+	minorDims, kernelAxes := slices.Concat(kernelSpatial, []int{cIn}), append(slices.Clone(c.axes.KernelSpatial), c.axes.KernelInputChannels)
+	if channelsMajor {
+		minorDims, kernelAxes = slices.Concat([]int{cIn}, kernelSpatial), slices.Concat([]int{c.axes.KernelInputChannels}, c.axes.KernelSpatial)
 	}
-	// The kernel laid out as [j…, c, o], then [(j, c), o].
-	k = transposed(k, slices.Concat(c.axes.KernelSpatial, []int{c.axes.KernelInputChannels, c.axes.KernelOutputChannels}))
-	k = Reshape(k, kk*cIn, cOut)
+	if !l.differentiable && c.channelGroups == 1 && c.batchGroups == 1 {
+		// patches [n, p…, minor…] · kernel over its axes in the same order, the kernel's axes as
+		// they are: the pass that follows (relayout) lays out whichever operand is invariant,
+		// once.
+		lhs := Reshape(patches, slices.Concat(spatial, minorDims)...)
+		return toOutputAxes(Dot(lhs, k).General(axisRange(r+1, r+1), nil, kernelAxes, nil), c)
+	}
+	// The kernel laid out as [minor…, o], then [(minor…), o]: with groups the minor axes are
+	// (j…, c) (convPatches).
+	k = Reshape(transposed(k, append(kernelAxes, c.axes.KernelOutputChannels)), kk*cIn, cOut)
 	var y *Node // [n', p…, o]
 	switch {
 	case c.channelGroups == 1 && c.batchGroups == 1:
@@ -262,33 +267,47 @@ func transposed(x *Node, perm []int) *Node {
 }
 
 // convPatches returns the patches of the convolution's input x, [n, p…, (j, c)] with the
-// kernel's spatial positions j (of sizes kernelSpatial) major and the channels c minor, and the
-// output's spatial dimensions p. x is laid out as [n, spatial…, c], dilated and padded by the
+// kernel's spatial positions j (of sizes kernelSpatial) major and the channels c minor, or
+// [n, p…, (c, j)] when channelsMajor, the output's spatial dimensions p, and channelsMajor. x is
+// laid out as [n, spatial…, c] ([n, c, spatial…] when channelsMajor), dilated and padded by the
 // non-negative paddings (Pad, whose VJP GoMLX builds for those alone), and cut (a negative
 // padding moves the cuts) once per kernel position (x̂ at j·δ + p·s over p) or once per output
 // position (x̂ at p·s + j·δ over j), whichever are fewer, so that the convolutions of reverse
 // mode whose kernel is an activation (GoMLX's VJP with respect to a kernel) are gathered in as
-// few pieces as forward ones; the pieces are concatenated.
-func (l lowering) convPatches(x *Node, kernelSpatial []int, c convParams) (*Node, []int) {
+// few pieces as forward ones; the pieces are concatenated. The pieces of output positions take
+// the channels major when the kernel lists its input channels before its spatial axes (as that
+// VJP's kernel, the cotangent [n, spatial…, o], does), so that the product contracts the kernel
+// in the order it is laid out.
+func (l lowering) convPatches(x *Node, kernelSpatial []int, c convParams) (patches *Node, outSpatial []int, channelsMajor bool) {
 	r := len(c.axes.InputSpatial)
-	x = transposed(x, slices.Concat([]int{c.axes.InputBatch}, c.axes.InputSpatial, []int{c.axes.InputChannels}))
-	n, ch := x.Shape().Dim(0), x.Shape().Dim(r+1)
+	outSpatial = make([]int, r)
+	for i, axis := range c.axes.InputSpatial {
+		dilated := (x.Shape().Dim(axis)-1)*c.inputDilations[i] + 1
+		span := (kernelSpatial[i]-1)*c.kernelDilations[i] + 1
+		outSpatial[i] = (dilated+c.paddings[i][0]+c.paddings[i][1]-span)/c.strides[i] + 1
+	}
+	perKernelPosition := prod(kernelSpatial) <= prod(outSpatial)
+	channelsMajor = !perKernelPosition && c.channelGroups == 1 && c.batchGroups == 1 &&
+		c.axes.KernelInputChannels < slices.Min(c.axes.KernelSpatial)
+	sp, chAxis := 1, r+1 // x's first spatial axis and its channels axis
+	if channelsMajor {
+		sp, chAxis = 2, 1
+		x = transposed(x, slices.Concat([]int{c.axes.InputBatch, c.axes.InputChannels}, c.axes.InputSpatial))
+	} else {
+		x = transposed(x, slices.Concat([]int{c.axes.InputBatch}, c.axes.InputSpatial, []int{c.axes.InputChannels}))
+	}
+	n, ch := x.Shape().Dim(0), x.Shape().Dim(chAxis)
 	pads := make([]PadAxis, r+2)
-	outSpatial := make([]int, r)
 	begin := make([]int, r) // where x̂ begins in x padded by the non-negative paddings
 	for i := range r {
-		dilated := (x.Shape().Dim(i+1)-1)*c.inputDilations[i] + 1
-		span := (kernelSpatial[i]-1)*c.kernelDilations[i] + 1
 		lo, hi := c.paddings[i][0], c.paddings[i][1]
-		outSpatial[i] = (dilated+lo+hi-span)/c.strides[i] + 1
-		pads[i+1] = PadAxis{Start: max(lo, 0), End: max(hi, 0), Interior: c.inputDilations[i] - 1}
+		pads[sp+i] = PadAxis{Start: max(lo, 0), End: max(hi, 0), Interior: c.inputDilations[i] - 1}
 		begin[i] = max(-lo, 0)
 	}
 	if slices.ContainsFunc(pads, func(p PadAxis) bool { return p != PadAxis{} }) {
 		x = Pad(x, ScalarZero(x.Graph(), x.DType()), pads...)
 	}
 	// The pieces: count positions of step t each, starting at offset·(index of the piece).
-	perKernelPosition := prod(kernelSpatial) <= prod(outSpatial)
 	pieceDims, pieceCount, step, offset := outSpatial, kernelSpatial, c.strides, c.kernelDilations
 	if !perKernelPosition {
 		pieceDims, pieceCount, step, offset = kernelSpatial, outSpatial, c.kernelDilations, c.strides
@@ -297,9 +316,9 @@ func (l lowering) convPatches(x *Node, kernelSpatial []int, c convParams) (*Node
 	for k := range prod(pieceCount) {
 		starts, limits, strides := make([]int, r+2), slices.Clone(x.Shape().Dimensions), slices.Repeat([]int{1}, r+2)
 		for i, ki := range unravel(k, pieceCount) {
-			starts[i+1] = begin[i] + ki*offset[i]
-			limits[i+1] = starts[i+1] + (pieceDims[i]-1)*step[i] + 1
-			strides[i+1] = step[i]
+			starts[sp+i] = begin[i] + ki*offset[i]
+			limits[sp+i] = starts[sp+i] + (pieceDims[i]-1)*step[i] + 1
+			strides[sp+i] = step[i]
 		}
 		piece := l.cut(x, starts, limits, strides)
 		if !perKernelPosition {
@@ -309,11 +328,12 @@ func (l lowering) convPatches(x *Node, kernelSpatial []int, c convParams) (*Node
 	}
 	if perKernelPosition {
 		if len(pieces) == 1 {
-			return pieces[0], outSpatial
+			return pieces[0], outSpatial, false
 		}
-		return Concatenate(pieces, r+1), outSpatial
+		return Concatenate(pieces, r+1), outSpatial, false
 	}
-	return Reshape(Concatenate(pieces, 1), slices.Concat([]int{n}, outSpatial, []int{prod(kernelSpatial) * ch})...), outSpatial
+	patches = Reshape(Concatenate(pieces, 1), slices.Concat([]int{n}, outSpatial, []int{prod(kernelSpatial) * ch})...)
+	return patches, outSpatial, channelsMajor
 }
 
 // unravel returns the multi-index of flat index k in an array of dimensions dims (row-major).

@@ -48,6 +48,8 @@ var convCases = []convCase{
 	{name: "channels first", n: 2, c: 3, out: 4, spatial: []int{6, 5}, kernel: []int{3, 3},
 		strides: []int{2, 1}, paddings: [][2]int{{1, 1}, {1, 1}}, channelsFirst: true},
 	{name: "kernel larger than the output", n: 3, c: 2, out: 2, spatial: []int{6, 5}, kernel: []int{5, 4}},
+	{name: "channels first, kernel larger than the output", n: 2, c: 3, out: 2, spatial: []int{5, 6}, kernel: []int{5, 3},
+		paddings: [][2]int{{0, 1}, {1, 0}}, channelsFirst: true},
 	{name: "1×1 with stride", n: 2, c: 3, out: 2, spatial: []int{5, 4}, kernel: []int{1, 1}, strides: []int{2, 2}},
 	{name: "one spatial axis", n: 2, c: 3, out: 2, spatial: []int{9}, kernel: []int{5},
 		strides: []int{2}, paddings: [][2]int{{1, 2}}},

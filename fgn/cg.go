@@ -312,7 +312,7 @@ func vecSelect(mask *Node, onTrue, onFalse Vec) Vec {
 //
 // Only the closed-form Gram and the products of a WhileSafe linearisation may run in it: the
 // pure-Go backend runs some While bodies with a stale plan, a Gradient built inside one among them
-// (see compat.go: compatWhileGradient). CG on any other operator is unrolled instead.
+// (see jvp/compat.go: compatWhileGradient). CG on any other operator is unrolled instead.
 //
 // A scalar constant first created inside a closure and later requested by the main function (or a
 // sibling closure) is a node of the wrong scope (see compat.go: compatScalarCache). Building cond and

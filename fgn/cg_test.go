@@ -265,7 +265,7 @@ func TestCGBreakdown(t *testing.T) {
 func TestCGFactored(t *testing.T) {
 	const n, m, sigma = 4, 5, 0.3
 	rng := rand.New(rand.NewPCG(7, 8))
-	l, rhs, start := randVec(rng, m*n), randVec(rng, n), randVec(rng, n)
+	l, rhs, start := ref.RandVec(rng, m*n), ref.RandVec(rng, n), ref.RandVec(rng, n)
 	c := make([]float64, n*n) // Lᵀ L
 	for i := range n {
 		for j := range n {
@@ -356,7 +356,7 @@ func TestCGFactored(t *testing.T) {
 func TestCGGradientStart(t *testing.T) {
 	const n, m, sigma = 4, 5, 0.3
 	rng := rand.New(rand.NewPCG(9, 10))
-	l, rhs, warm := randVec(rng, m*n), randVec(rng, n), randVec(rng, n)
+	l, rhs, warm := ref.RandVec(rng, m*n), ref.RandVec(rng, n), ref.RandVec(rng, n)
 	c := make([]float64, n*n) // Lᵀ L
 	for i := range n {
 		for j := range n {

@@ -1,63 +1,12 @@
 package fgn
 
-// Upstream bugs this module works around, one entry each: what fails, the workaround and where it
+// Upstream bugs this package works around, one entry each: what fails, the workaround and where it
 // is, the versions checked, and the test in compat_test.go (or benchmark) that reproduces it. Each
 // test passes while the bug is present and, once an upgrade fixes it, fails with a message naming
 // the workaround to delete. Call sites name their entry ("see compat.go: compatX");
-// TestCompatCitations checks that every name cited exists and every entry is cited.
+// TestCompatCitations checks that every name cited exists and every entry is cited. Those of
+// forward-mode differentiation are package jvp's (jvp/compat.go).
 const (
-	// compatConvVJPNotDifferentiable: GoMLX's VJP of ConvGeneral (convGeneralVJP) cannot be
-	// differentiated again: the gradient of its kernel VJP with respect to the cotangent builds a
-	// ConvGeneral whose channel axes do not match ("we must have inputChannels (=…) =
-	// kernelInputChannels (=…)"). The double-VJP identity J v = ∇_a⟨Jᵀa, v⟩ therefore fails on any
-	// convolutional model, with or without fusion. Linearize propagates tangents forward instead,
-	// with a ConvGeneral rule of its own (forward.go). Checked: gomlx v0.28.16, compute v0.1.14.
-	// Test: TestCompatConvVJPNotDifferentiable.
-	compatConvVJPNotDifferentiable = "ConvGeneral VJP cannot be differentiated again"
-
-	// compatFusedDenseVJPNoGradient: GoMLX's VJP of FusedDense (what layers.Dense and nn.Dense build
-	// on a backend that fuses Dense, the pure-Go backend included) is the op FusedDenseVJP, which
-	// has no VJP of its own, so the double VJP of any model with a layers.Dense fails ("no gradient
-	// is defined"). Linearize gives FusedDense a forward rule (forward.go) and never differentiates
-	// its VJP. Checked: gomlx v0.28.16, compute v0.1.14 (pure-Go backend). Test:
-	// TestCompatFusedDenseVJPNoGradient.
-	compatFusedDenseVJPNoGradient = "FusedDenseVJP has no gradient"
-
-	// compatFusedActivationVJPClone: GoMLX's Node.CloneWithInputs of a FusedActivationVJP node
-	// with the activation's input x reads its new inputs as (y, x, dOutput), but the node lists
-	// them (Node.Inputs) as (y, dOutput, x), so a clone given its node's own inputs swaps x and
-	// dOutput and computes another product. cloneNode (forward.go) reorders them. Checked:
-	// gomlx v0.28.16. Test: TestCompatFusedActivationVJPClone.
-	compatFusedActivationVJPClone = "FusedActivationVJP clones with x and dOutput swapped"
-
-	// compatPadVJPNegative: GoMLX's VJP of Pad (padVJP) slices the cotangent from each axis's
-	// Start, so a Pad with a negative padding (a crop) has no VJP: building its gradient panics
-	// ("Slice: limit index … is out of bounds"). LowerConvolutions, whose lowered graph GoMLX's
-	// reverse mode differentiates, pads only by non-negative paddings and cuts its patches by
-	// Slice; Linearize's products, which are never differentiated, cut by Pad (convlower.go).
-	// Checked: gomlx v0.28.16. Test: TestCompatPadVJPNegative.
-	compatPadVJPNegative = "Pad's VJP rejects negative paddings"
-
-	// compatDotVJPAxesOrder: GoMLX's VJP of DotGeneral with respect to the lhs permutes its axes
-	// when the rhs's contracting axes are not in increasing order: the VJP has the wrong shape when
-	// the permuted dimensions differ ("invalid shape … for calculated AccumulatedVJP") and wrong
-	// values when they are equal, as for a channels-first 3×3 kernel [o, c, 3, 3] contracted on
-	// (3×3, c). LowerConvolutions contracts a kernel laid out as [j…, c, o], its contracting axes
-	// in order; Linearize's products, never differentiated, contract the kernel in the axes it has
-	// (convlower.go). Checked: gomlx v0.28.16. Test: TestCompatDotVJPAxesOrder.
-	compatDotVJPAxesOrder = "DotGeneral's VJP misreads unordered contracting axes"
-
-	// compatMultiOutputClone: GoMLX's Node.CloneWithInputs of an op that may return extra outputs
-	// for its VJP (FusedScaledDotProductAttention, BatchNormForTraining, RNGBitGenerator) returns
-	// the first input of the node it rebuilds (r0.inputNodes[0]), which is the op's output only when
-	// the backend returned the extra outputs (splitNode then makes a node per output); the pure-Go
-	// backend returns one, so the clone of an attention layer is its query. Linearize's LogitsAt
-	// (and so the Levenberg-Marquardt trial loss) of every model with GoMLX's MultiHeadAttention was
-	// wrong. cloneNode (forward.go) rebuilds FusedScaledDotProductAttention from its parameters with
-	// BackendFusedScaledDotProductAttention. Checked: gomlx v0.28.16, compute v0.1.14 (pure-Go
-	// backend). Test: TestCompatMultiOutputClone.
-	compatMultiOutputClone = "CloneWithInputs of a one-output multi-output op returns its first input"
-
 	// compatRowDotsLargeKernel: the pure-Go backend's DotGeneral runs a batched product of two
 	// vectors per row, such as the row-wise dot products Einsum("ic,ic->i", a, a), on its large
 	// (packed, AVX-512) matrix kernel once b·C exceeds its small-product threshold (2²² flops),
@@ -70,18 +19,6 @@ const (
 	// BenchmarkCompatRowDotsLargeKernel; when its Einsum variant is no slower than its ReduceSum
 	// variant after an upgrade, form ‖ρ‖² with the Einsum again and delete this entry.
 	compatRowDotsLargeKernel = "batched row dot products run on the packed matrix kernel"
-
-	// compatWhileGradient: a Gradient built inside a While body fails on the pure-Go backend
-	// ("input 0 for node Mul not computed yet"): it compiles a closure's execution plan when the
-	// closure is built, before its graph optimiser (ImplicitBroadcastFusion) rewires the
-	// element-wise consumers of a same-rank or scalar BroadcastInDim to the broadcast's input, and
-	// Gradient builds such broadcasts of the closure's own nodes. Linearize's products are cloned,
-	// not differentiated, in the loop, and subgraph.clone (forward.go) builds each such broadcast
-	// through a unit axis and a reshape (unfusedBroadcast), which the optimiser leaves alone;
-	// subgraph.closureSafe reports the one form it cannot rebuild, a same-rank broadcast that
-	// permutes axes, and CG is unrolled on those products (inWhileLoop, whileLoop in cg.go).
-	// Checked: gomlx v0.28.16, compute v0.1.3 to v0.1.14. Test: TestCompatWhileGradient.
-	compatWhileGradient = "Gradient inside a While body"
 
 	// compatWhileEarlyOutputs: the pure-Go backend fails ("index out of range") on a graph whose only
 	// outputs are early outputs of CG's While loop (neither its first nor its last). cgState.flatten

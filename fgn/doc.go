@@ -23,10 +23,9 @@
 //     model supplies its margin Gram in closed form.
 //   - affine.go, appendix F.2: AffineHead and its closed-form Gram (FeatureGram);
 //     linearize.go: Linearization, the interfaces a linearisation may add (LogitsEvaluator,
-//     LinearInParams, WhileSafe) and Linearize, whose J_z v is forward mode on the built graph
-//     (forward.go: the walk from the parameters to the logits, one tangent rule per op type, and
-//     the clone that evaluates the logits elsewhere); affinedetect.go: the affine head the
-//     optimizers recognise on that walk.
+//     LinearInParams, WhileSafe) and Linearize, the linearisation of any model by package jvp
+//     (forward-mode differentiation of GoMLX graphs); affinedetect.go: the affine head the
+//     optimizers recognise with jvp.MatchAffine.
 //   - sgn.go: the SGN baseline, SGNDirection.
 //   - direction.go: Direction, the step and its diagnostics, and LossGradient.
 //   - settings.go: Settings, the one settings type, with the library's defaults (DefaultSettings)

@@ -86,11 +86,7 @@ func mlpLogits(h *Node, w Vec) *Node {
 // run compiles and runs fn on the test backend and returns its outputs as flat float64 slices.
 func run(t testing.TB, fn func(in []*Node) []*Node, inputs ...any) [][]float64 {
 	t.Helper()
-	out, err := graphrun.Run(testBackend, fn, inputs...)
-	if err != nil {
-		t.Fatalf("%+v", err)
-	}
-	return out
+	return graphrun.MustRun(t, testBackend, fn, inputs...)
 }
 
 // flat64 returns a tensor's values as a flat float64 slice; it panics on a dtype graphrun.Floats
@@ -112,14 +108,7 @@ func sub(a, b []float64) []float64 {
 }
 
 // check fails the test when err > tol, printing both.
-func check(t *testing.T, what string, err, tol float64) {
-	t.Helper()
-	if !(err <= tol) {
-		t.Errorf("%s: error %.3g exceeds tolerance %.3g", what, err, tol)
-	} else {
-		t.Logf("%s: error %.3g (tolerance %.3g)", what, err, tol)
-	}
-}
+var check = ref.Check
 
 // dense wraps a flat row-major n×n slice as a gonum matrix.
 func dense(flat []float64, n int) *mat.Dense {

@@ -3,6 +3,8 @@ package fgn
 import (
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/support/exceptions"
+
+	"github.com/fgn-paper/fgn/jvp"
 )
 
 // Vec is a point or a direction in parameter space: one node per model parameter tensor,
@@ -74,53 +76,24 @@ func linearInParams(lin Linearization) bool {
 }
 
 // Linearize returns the linearisation of any logits node computed from params by the graph
-// as built, for any GoMLX model.
+// as built, for any GoMLX model: package jvp's linearisation of the logits with respect to params.
 //
-// VJP is GoMLX reverse mode, one reverse pass: VJP(m) = ∇_w⟨z(w), m⟩.
-//
-// JVP is forward mode by graph transformation: the nodes between params and logits are walked
-// in topological order and each one's tangent is built from its inputs' tangents by a rule per
-// op type, so J_z v costs about one more forward pass of the layers that depend on the
-// parameters. The rules cover:
-//
-//   - linear and structural ops (Reshape, Transpose, BroadcastInDim, Slice, Concatenate, Pad,
-//     Gather (embeddings), ReduceSum, sum pooling, Add, Sub, Neg, ConvertDType, Reverse, Where):
-//     the op applied to the tangents;
-//   - multilinear ops (DotGeneral, ConvGeneral, Mul, FusedDense): one term per input with a
-//     tangent, the op with that input replaced by its tangent; Div by the quotient rule;
-//   - element-wise maps (Exp, Log, Log1p, Expm1, Tanh, Logistic, Sqrt, Rsqrt, Pow, Erf, Abs, Sin,
-//     Cos, Max, Min, Clamp) by their derivatives in terms of the primal nodes, and the fused
-//     activations (FusedActivation: ReLU, leaky ReLU, GELU, swish, …, and FusedDense's) by their
-//     VJP, which equals their JVP as their Jacobian is diagonal;
-//   - max and min pooling, with windows that overlap or not and padding, by the tangent at each
-//     window's selected element, the one GoMLX's VJP selects;
-//   - any other op by the double VJP of that op alone (localJVP), which covers the fused ops whose
-//     VJP GoMLX builds from their decomposed form (FusedLayerNorm, FusedSoftmax) and ReduceMax.
-//
+// JVP is forward mode by graph transformation, one tangent rule per op type (see package jvp for
+// the ops covered), so J_z v costs about one more forward pass of the layers that depend on the
+// parameters. VJP is its transpose, GoMLX's reverse mode but at ties of ReduceMax and ReduceMin,
+// where J_z v averages over the tied entries: ⟨J_z v, u⟩ = ⟨v, J_zᵀu⟩ holds to rounding.
 // StopGradient nodes, and everything that does not depend on params (non-trainable variables,
-// the batch), have a zero tangent. An op that no rule covers panics with an error naming the op
-// and the parameters it depends on. The forward rules follow GoMLX's reverse-mode conventions
-// (at ties of Max and Min, for instance), so ⟨J_z v, u⟩ = ⟨v, J_zᵀu⟩ holds to rounding.
+// the batch), have a zero tangent. An op that no rule covers panics when a product is built,
+// naming the op and the parameters it depends on.
 //
-// Forward mode rather than the double-VJP identity J_z v = ∇_a⟨J_zᵀa, v⟩ for the whole model:
-// that needs the gradient of every op's gradient, which GoMLX's fused Dense and convolution
-// VJPs do not have (see compat.go: compatFusedDenseVJPNoGradient, compatConvVJPNotDifferentiable),
-// and it differentiates a reverse pass, so it costs a forward and a reverse pass more than a
-// tangent pass does; second-order rules registered in graph.VJPRegistration for those VJPs would
-// mend the first problem and keep the second.
+// Both products are built once, by the first product or WhileSafe call, which must not be made
+// inside a While body; later calls clone them, reuse the forward nodes of logits (the forward
+// pass is computed once per step, whatever the number of products) and may be made inside a
+// While body. The linearisation is WhileSafe when the pure-Go backend runs those clones in a
+// While loop, and CG then stops as soon as it converges.
 //
-// Both products are built once, from placeholder inputs, by the first product or WhileSafe call,
-// which must not be made inside a While body. Every later call of VJP or JVP clones the nodes
-// between the placeholders and the product with its own input substituted: it differentiates
-// nothing, and may be made inside a While body. The linearisation is WhileSafe when the pure-Go
-// backend runs those clones in a While loop (see compat.go: compatWhileGradient), and CG then
-// stops as soon as it converges. A product that cannot be built panics when it is called, naming
-// the op. All products reuse the forward nodes of logits, so the forward pass is computed once
-// per step, whatever the number of products.
-//
-// The linearisation is a LogitsEvaluator: LogitsAt(w') clones the walk from params to logits with
-// w' substituted for params, its convolutions lowered as the products' are (lowerConvolutions),
-// so adaptive damping evaluates the loss at a trial point on any model.
+// The linearisation is a LogitsEvaluator: LogitsAt(w') evaluates the logits with w' substituted
+// for params, so adaptive damping evaluates the loss at a trial point on any model.
 func Linearize(logits *Node, params Vec) LogitsEvaluator {
 	if logits.Rank() != 2 {
 		exceptions.Panicf("fgn.Linearize: logits must be b×C, got %s", logits.Shape())
@@ -128,29 +101,13 @@ func Linearize(logits *Node, params Vec) LogitsEvaluator {
 	if len(params) == 0 {
 		exceptions.Panicf("fgn.Linearize: no parameters given")
 	}
-	return &autodiffLinearization{logits: logits, params: params, walk: walk([]*Node{logits}, params)}
+	return &autodiffLinearization{logits: logits, params: params, lin: jvp.Linearize([]*Node{logits}, params)}
 }
 
 type autodiffLinearization struct {
-	logits   *Node
-	params   Vec
-	walk     *subgraph  // from params to logits
-	jvp, vjp *linearMap // built on first use (products)
-}
-
-// products builds the two products' linear maps, once, in the function being built: the first
-// call must not be inside a While body, which FGNDirection and SGNDirection ensure by asking
-// WhileSafe first.
-func (l *autodiffLinearization) products() {
-	if l.jvp != nil {
-		return
-	}
-	tangents := placeholders(l.params...)
-	l.jvp = newLinearMap(tangents, func() []*Node { return l.walk.tangent(tangents) })
-	cotangent := placeholders(l.logits)
-	l.vjp = newLinearMap(cotangent, func() []*Node {
-		return Gradient(ReduceAllSum(Mul(l.logits, StopGradient(cotangent[0]))), l.params...)
-	})
+	logits *Node
+	params Vec
+	lin    *jvp.Linearization
 }
 
 func (l *autodiffLinearization) Logits() *Node { return l.logits }
@@ -158,62 +115,10 @@ func (l *autodiffLinearization) Params() Vec   { return l.params }
 
 // VJP treats m as a constant: cotangents built from the logits (such as a ⊙ ∇_z s) must not be
 // differentiated.
-func (l *autodiffLinearization) VJP(m *Node) Vec {
-	l.products()
-	return l.vjp.apply(m)
-}
-
-func (l *autodiffLinearization) JVP(v Vec) *Node {
-	if len(v) != len(l.params) {
-		exceptions.Panicf("fgn.Linearize: JVP got %d tangents for %d parameters", len(v), len(l.params))
-	}
-	l.products()
-	return l.jvp.apply(v...)[0]
-}
-
-func (l *autodiffLinearization) LogitsAt(params Vec) *Node {
-	return lowerConvolutions(l.walk.clone(params), params)[0]
-}
-
-// WhileSafe reports whether both products may be cloned inside a While body: they can be built
-// and subgraph.closureSafe holds.
-func (l *autodiffLinearization) WhileSafe() bool {
-	l.products()
-	return l.jvp.err == nil && l.vjp.err == nil && l.jvp.sg.closureSafe() && l.vjp.sg.closureSafe()
-}
-
-// linearMap is a linear map of nodes built once, in the function being built, from placeholder
-// inputs, with the operands of its matrix products laid out for its clones (relayout), and
-// applied to other inputs by cloning the nodes between the placeholders and its outputs
-// (subgraph.clone). An application differentiates nothing, so it costs no Gradient call,
-// and it may be built inside a While body. A map that cannot be built (an op without a rule or
-// without a VJP) keeps the error, which applying it raises.
-type linearMap struct {
-	sg  *subgraph
-	err error
-}
-
-func newLinearMap(in []*Node, build func() []*Node) *linearMap {
-	m := &linearMap{}
-	m.err = exceptions.TryCatch[error](func() { m.sg = walk(relayout(lowerConvolutions(build(), in), in), in) })
-	return m
-}
-
-func (m *linearMap) apply(in ...*Node) []*Node {
-	if m.err != nil {
-		panic(m.err)
-	}
-	return m.sg.clone(in)
-}
-
-// placeholders returns a distinct node shaped like each of xs, to build a linearMap from.
-func placeholders(xs ...*Node) []*Node {
-	out := make([]*Node, len(xs))
-	for k, x := range xs {
-		out[k] = Identity(ZerosLike(x))
-	}
-	return out
-}
+func (l *autodiffLinearization) VJP(m *Node) Vec           { return l.lin.VJP(m) }
+func (l *autodiffLinearization) JVP(v Vec) *Node           { return l.lin.JVP(v...)[0] }
+func (l *autodiffLinearization) LogitsAt(params Vec) *Node { return l.lin.At(params...)[0] }
+func (l *autodiffLinearization) WhileSafe() bool           { return l.lin.WhileSafe() }
 
 // vecDot returns Σ_k ⟨a_k, b_k⟩ as a scalar node.
 func vecDot(a, b Vec) *Node {

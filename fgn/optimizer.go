@@ -232,7 +232,7 @@ func (o *gnOptimizer) linearization(scope *model.Scope, g *Graph, rec *graphReco
 	}
 	_, params := trainableVariables(scope, g)
 	autodiff := Linearize(rec.logits, params)
-	head, why := recogniseAffineHead(rec.logits, autodiff.(*autodiffLinearization).walk)
+	head, why := recogniseAffineHead(rec.logits, params)
 	if head != nil {
 		gram := ""
 		if _, closed := o.c.s.closedFormGram(head, false); o.c.fgn && closed {

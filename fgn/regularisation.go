@@ -6,6 +6,8 @@ import (
 
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/support/exceptions"
+
+	"github.com/fgn-paper/fgn/jvp"
 )
 
 // regularisation is the part R of the loss to minimise that GoMLX's regularisers add to Loss's
@@ -74,7 +76,7 @@ func recogniseRegularisation(terms []*Node, params Vec, optimizer string) *regul
 	// The walk from the parameters to the terms: a node depends on the parameters iff it is in it
 	// (the parameters, listed among the outputs, make sure the walk reaches one).
 	dependent := map[*Node]bool{}
-	for _, n := range walk(append(slices.Clone(terms), params...), params).nodes {
+	for _, n := range jvp.Dependents(append(slices.Clone(terms), params...), params) {
 		dependent[n] = true
 	}
 	for _, p := range params {
@@ -241,7 +243,7 @@ func (r *regularisation) model(s Vec) *Node {
 
 // at returns R at the parameters w (shaped like the parameters R was recognised for).
 func (r *regularisation) at(w Vec) *Node {
-	return walk([]*Node{r.loss}, r.params).clone(w)[0]
+	return jvp.Substitute([]*Node{r.loss}, r.params, w)[0]
 }
 
 // orZerosLike returns v with each nil entry replaced by zeros shaped like the parameter.

@@ -136,13 +136,7 @@ func TestRowSystemIdentities(t *testing.T) {
 
 func norm(x []float64) float64 { return math.Sqrt(dot(x, x)) }
 
-func dot(a, b []float64) float64 {
-	s := 0.0
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
-}
+var dot = ref.Dot
 
 // TestClosures checks the generic JVP/VJP of the margin map against central finite differences
 // (MLP), the adjoint identity ⟨a, Jβ⟩ = ⟨Jᵀa, β⟩, and the generic closures against the analytic

@@ -17,6 +17,7 @@ import (
 	"github.com/fgn-paper/fgn/data/digits"
 	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/internal/memprobe"
+	"github.com/fgn-paper/fgn/jvp"
 )
 
 // costOptimizers are the optimizers BenchmarkModelZoo costs, each at its default settings (Adam's
@@ -28,9 +29,9 @@ var costOptimizers = []Optimizer{
 }
 
 // benchModels are the zoo's models, and the CNN with its convolutions computed as matrix products
-// (fgn.LowerConvolutions), as a model opts in.
+// (jvp.LowerConvolutions), as a model opts in.
 var benchModels = append(slices.Clone(Models), Model{"cnn-lowered", func(scope *model.Scope, x *Node) *Node {
-	return fgn.LowerConvolutions(CNN(scope, x))[0]
+	return jvp.LowerConvolutions(CNN(scope, x))[0]
 }})
 
 // benchBatch is the batch size of the zoo's benchmarks, that of its training runs.

@@ -49,11 +49,7 @@ func f32(m [][]float64) [][]float32 {
 
 func run(t *testing.T, fn func(in []*Node) []*Node, inputs ...any) [][]float64 {
 	t.Helper()
-	out, err := graphrun.Run(testBackend, fn, inputs...)
-	if err != nil {
-		t.Fatalf("%+v", err)
-	}
-	return out
+	return graphrun.MustRun(t, testBackend, fn, inputs...)
 }
 
 // flat64 returns a tensor's values as a flat float64 slice.
@@ -74,21 +70,8 @@ func flatten(v fgn.Vec) *Node {
 	return Concatenate(parts, 0)
 }
 
-// check fails the test when err > tol, printing both.
-func check(t *testing.T, what string, err, tol float64) {
-	t.Helper()
-	if !(err <= tol) {
-		t.Errorf("%s: error %.3g exceeds tolerance %.3g", what, err, tol)
-	}
-}
-
-func dot(a, b []float64) float64 {
-	s := 0.0
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
-}
+// check fails the test when err > tol, printing both; dot is the inner product.
+var check, dot = ref.Check, ref.Dot
 
 // matVec returns A x + λx for a flat row-major n×n A.
 func matVec(a []float64, lambda float64, x []float64) []float64 {

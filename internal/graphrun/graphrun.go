@@ -6,6 +6,7 @@ package graphrun
 
 import (
 	"fmt"
+	"testing"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -31,6 +32,16 @@ func Run[F graph.ExecGraphFn](backend compute.Backend, fn F, inputs ...any) ([][
 		}
 	}
 	return res, nil
+}
+
+// MustRun is Run for tests: it fails the test t on an error.
+func MustRun[F graph.ExecGraphFn](t testing.TB, backend compute.Backend, fn F, inputs ...any) [][]float64 {
+	t.Helper()
+	out, err := Run(backend, fn, inputs...)
+	if err != nil {
+		t.Fatalf("%+v", err)
+	}
+	return out
 }
 
 // Floats returns the values of a float64, float32, int32 or int64 tensor as a flat float64

@@ -1,4 +1,4 @@
-// Package ref holds the float64 helpers that fgn's tests and the notebooks (through
+// Package ref holds the float64 helpers that the tests of fgn and jvp and the notebooks (through
 // notebooks/nb) share: their small random problems and the errors they report against dense
 // references.
 package ref
@@ -6,7 +6,17 @@ package ref
 import (
 	"math"
 	"math/rand/v2"
+	"testing"
 )
+
+// RandVec returns n independent N(0, 1) entries drawn from rng.
+func RandVec(rng *rand.Rand, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = rng.NormFloat64()
+	}
+	return out
+}
 
 // RandMatrix returns an r×c matrix of independent N(0, scale²) entries drawn from rng row by row.
 func RandMatrix(rng *rand.Rand, r, c int, scale float64) [][]float64 {
@@ -52,4 +62,23 @@ func MaxAbs(a []float64) float64 {
 		m = math.Max(m, math.Abs(x))
 	}
 	return m
+}
+
+// Dot returns Σ_i a_i b_i.
+func Dot(a, b []float64) float64 {
+	var s float64
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// Check fails the test when err > tol (or is NaN), printing both; it logs them otherwise.
+func Check(t testing.TB, what string, err, tol float64) {
+	t.Helper()
+	if !(err <= tol) {
+		t.Errorf("%s: error %.3g exceeds tolerance %.3g", what, err, tol)
+	} else {
+		t.Logf("%s: error %.3g (tolerance %.3g)", what, err, tol)
+	}
 }

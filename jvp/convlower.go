@@ -1,4 +1,4 @@
-package fgn
+package jvp
 
 import (
 	"slices"
@@ -15,12 +15,13 @@ import (
 // many times faster than its direct convolution; on any other backend it returns outputs as they
 // are. A model opts in by returning LowerConvolutions(logits)[0]: the values are GoMLX's
 // convolutions' to rounding, GoMLX's reverse mode differentiates the lowered graph (slices,
-// concatenations and a product), and Linearize's products and LogitsAt follow it. The patches
-// take the kernel's spatial size times the input's memory. Linearize lowers the convolutions of
-// its own products whether or not the model opts in (lowerConvolutions).
+// concatenations and a product), and Linearize's products and Linearization.At follow it. The
+// patches take the kernel's spatial size times the input's memory. Linearize lowers the
+// convolutions of its own products, and At those of the outputs it evaluates, whether or not the
+// model opts in (lowerConvolutions).
 func LowerConvolutions(outputs ...*Node) []*Node { return lower(outputs, nil, true) }
 
-// lowerConvolutions is the pass of Linearize's products (linearMap) that computes every
+// lowerConvolutions is the pass of Linearize's products (passes) that computes every
 // ConvGeneral node between in and outs as one matrix product (see LowerConvolutions), on the
 // pure-Go backend. The products are cloned, never differentiated, so they are built for speed
 // alone: the slices of stride 1 are Pad nodes with negative paddings, which the pure-Go backend
@@ -55,9 +56,8 @@ func lower(outs, in []*Node, differentiable bool) []*Node {
 	l := lowering{differentiable}
 	var dependent map[*Node]bool // nil: every node
 	if in != nil {
-		s := walk(outs, in)
-		dependent = make(map[*Node]bool, len(s.nodes))
-		for _, n := range s.nodes {
+		dependent = make(map[*Node]bool)
+		for _, n := range Dependents(outs, in) {
 			dependent[n] = true
 		}
 	}
@@ -81,7 +81,8 @@ func lower(outs, in []*Node, differentiable bool) []*Node {
 		case n.Type() == NodeTypeConvGeneral && lowerable(n):
 			value[n] = l.convAsDot(inputs[0], inputs[1], readConv(n))
 		case n.Type() == NodeTypeSlice && !differentiable && unitStrides(n):
-			value[n] = l.cut(inputs[0], toInts(intsOf(opParam(n, "starts"))), toInts(intsOf(opParam(n, "limits"))), nil)
+			bounds := sliceBounds(n)
+			value[n] = l.cut(inputs[0], bounds.starts, bounds.limits, nil)
 		case changed:
 			value[n] = cloneNode(n, inputs)
 		}
@@ -123,7 +124,22 @@ func (l lowering) cut(x *Node, starts, limits, strides []int) *Node {
 
 // unitStrides reports whether Slice node n has stride 1 on every axis.
 func unitStrides(n *Node) bool {
-	return !slices.ContainsFunc(intsOf(opParam(n, "strides")), func(s int64) bool { return s > 1 })
+	return !slices.ContainsFunc(sliceBounds(n).strides, func(s int) bool { return s > 1 })
+}
+
+// convAdjoint is the Adjoint of ConvGeneral: node itself, but for a convolution whose kernel has
+// an even size along a spatial axis, whose VJP with respect to the input GoMLX shifts by one
+// position (see compat.go: compatConvVJPEvenKernel), the convolution lowered to a product as
+// LowerConvolutions lowers it, on any backend: GoMLX's reverse mode of the slices, the
+// concatenation and the product is the transpose of the convolution.
+func convAdjoint(node *Node) *Node {
+	c := readConv(node)
+	k := node.Inputs()[1]
+	even := slices.ContainsFunc(c.axes.KernelSpatial, func(axis int) bool { return k.Shape().Dim(axis)%2 == 0 })
+	if !even || !node.DType().IsFloat() || c.channelGroups > 1 && c.batchGroups > 1 {
+		return node
+	}
+	return lowering{differentiable: true}.convAsDot(node.Inputs()[0], k, c)
 }
 
 // maxPatchBytes bounds the patches of a convolution that lower computes as a product: beyond
@@ -148,7 +164,8 @@ func lowerable(n *Node) bool {
 	return patches <= maxPatchBytes
 }
 
-// convParams are the static parameters of a ConvGeneral node, with the defaults filled in.
+// convParams are the static parameters of a ConvGeneral node, with the defaults filled in: unit
+// strides and dilations, zero paddings, group counts of 1.
 type convParams struct {
 	axes                                     compute.ConvolveAxesConfig
 	strides, inputDilations, kernelDilations []int
@@ -156,38 +173,22 @@ type convParams struct {
 	channelGroups, batchGroups               int
 }
 
-// readConv reads the parameters of ConvGeneral node n (see opParam).
+// readConv reads the parameters of ConvGeneral node n (convGeneral).
 func readConv(n *Node) convParams {
-	a := opParam(n, "axes")
-	axis := func(field string) int { return int(a.FieldByName(field).Int()) }
-	axes := func(field string) []int { return toInts(intsOf(a.FieldByName(field))) }
-	c := convParams{
-		axes: compute.ConvolveAxesConfig{
-			InputBatch: axis("InputBatch"), InputChannels: axis("InputChannels"), InputSpatial: axes("InputSpatial"),
-			KernelInputChannels: axis("KernelInputChannels"), KernelOutputChannels: axis("KernelOutputChannels"),
-			KernelSpatial: axes("KernelSpatial"),
-			OutputBatch:   axis("OutputBatch"), OutputChannels: axis("OutputChannels"), OutputSpatial: axes("OutputSpatial"),
-		},
-		channelGroups: max(1, int(opParam(n, "channelGroupCount").Int())),
-		batchGroups:   max(1, int(opParam(n, "batchGroupCount").Int())),
-	}
+	g := convGeneral(n)
+	c := convParams{axes: g.axes, paddings: g.paddings, channelGroups: max(g.channelGroupCount, 1),
+		batchGroups: max(g.batchGroupCount, 1)}
 	r := len(c.axes.InputSpatial)
-	orOnes := func(field string) []int {
-		v := toInts(intsOf(opParam(n, field)))
-		if len(v) == 0 {
-			v = make([]int, r)
+	orOnes := func(v []int) []int {
+		out := slices.Repeat([]int{1}, r)
+		for i, x := range v {
+			out[i] = max(x, 1)
 		}
-		for i := range v {
-			v[i] = max(v[i], 1)
-		}
-		return v
+		return out
 	}
-	c.strides, c.inputDilations, c.kernelDilations = orOnes("strides"), orOnes("inputDilations"), orOnes("kernelDilations")
-	c.paddings = make([][2]int, r)
-	if p := opParam(n, "paddings"); p.Len() > 0 {
-		for i := range r {
-			c.paddings[i] = [2]int{int(p.Index(i).Index(0).Int()), int(p.Index(i).Index(1).Int())}
-		}
+	c.strides, c.inputDilations, c.kernelDilations = orOnes(g.strides), orOnes(g.inputDilations), orOnes(g.kernelDilations)
+	if len(c.paddings) == 0 {
+		c.paddings = make([][2]int, r)
 	}
 	return c
 }

@@ -1,4 +1,4 @@
-package fgn
+package jvp
 
 import (
 	"fmt"
@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/gomlx/compute"
-	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 
@@ -72,7 +71,7 @@ func TestRelayout(t *testing.T) {
 	for _, tc := range relayoutCases {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, 11))
-			lhs, rhs := randVec(rng, size(tc.lhs)), randVec(rng, size(tc.rhs))
+			lhs, rhs := ref.RandVec(rng, size(tc.lhs)), ref.RandVec(rng, size(tc.rhs))
 			var m *linearMap
 			before := -1
 			out := run(t, func(in []*Node) []*Node {
@@ -102,9 +101,9 @@ func TestRelayout(t *testing.T) {
 					}
 					return outs
 				}
-				before = countType(walk(build(), ph).nodes, NodeTypeTranspose)
+				before = countType(newWalk(build(), ph).nodes, NodeTypeTranspose)
 				m = newLinearMap(ph, build)
-				return m.apply(varying...)
+				return m.apply(varying)
 			}, tensors.FromFlatDataAndDimensions(lhs, tc.lhs...), tensors.FromFlatDataAndDimensions(rhs, tc.rhs...))
 
 			want, dims := refDotGeneral(lhs, tc.lhs, tc.lhsC, tc.lhsB, rhs, tc.rhs, tc.rhsC, tc.rhsB)
@@ -116,25 +115,25 @@ func TestRelayout(t *testing.T) {
 				}
 			}
 			for k := range wants {
-				check(t, "output vs loops (relative)", ref.RelErr(out[k], wants[k]), 1e-12)
+				ref.Check(t, "output vs loops (relative)", ref.RelErr(out[k], wants[k]), 1e-12)
 			}
 			if before != tc.wantBefore {
 				t.Errorf("the map without relayout clones %d Transpose nodes, the case says %d", before, tc.wantBefore)
 			}
-			if got := countType(m.sg.nodes, NodeTypeTranspose); got != tc.wantTransposes {
+			if got := countType(m.walk.nodes, NodeTypeTranspose); got != tc.wantTransposes {
 				t.Errorf("the clone computes %d Transpose nodes per application, want %d", got, tc.wantTransposes)
 			}
-			dots := nodesOfType(m.sg.nodes, NodeTypeDotGeneral)
+			dots := nodesOfType(m.walk.nodes, NodeTypeDotGeneral)
 			if len(dots) != 1 {
 				t.Fatalf("the clone holds %d DotGeneral nodes, want 1", len(dots))
 			}
 			x := dots[0].Inputs()
-			if got := readDotAxes(dots[0]).backendLayout(x[0].Rank(), x[1].Rank()); got != tc.wantLayout {
+			if got := dotGeneralAxes(dots[0]).backendLayout(x[0].Rank(), x[1].Rank()); got != tc.wantLayout {
 				t.Errorf("clone's product %s in the backend's layout: %v, want %v", dots[0], got, tc.wantLayout)
 			}
 			laidOut := false
 			for _, operand := range x {
-				laidOut = laidOut || operand.Type() == NodeTypeTranspose && !slices.Contains(m.sg.nodes, operand)
+				laidOut = laidOut || operand.Type() == NodeTypeTranspose && !slices.Contains(m.walk.nodes, operand)
 			}
 			if laidOut != tc.wantLaidOut {
 				t.Errorf("clone's product %s has its invariant operand transposed: %v, want %v", dots[0], laidOut, tc.wantLaidOut)
@@ -144,13 +143,13 @@ func TestRelayout(t *testing.T) {
 }
 
 // TestRelayoutLinearizeHead checks that Linearize's VJP of an affine head z = h·W + b clones no
-// Transpose, and multiplies the cotangent by hᵀ laid out once, as AffineHead does; its JVP, h·V,
-// is in the backend's layout as built, and relayout leaves it as it is.
+// Transpose, and multiplies the cotangent by hᵀ laid out once, as a hand-written affine head does;
+// its JVP, h·V, is in the backend's layout as built, and relayout leaves it as it is.
 func TestRelayoutLinearizeHead(t *testing.T) {
-	p := newProblem(4, 6, 5, 3, 0, 1)
+	rng := rand.New(rand.NewPCG(4, 7))
 	run(t, func(in []*Node) []*Node {
-		w := Vec{in[2], in[3]}
-		l := Linearize(Add(MatMul(in[0], w[0]), ExpandAxes(w[1], 0)), w).(*autodiffLinearization)
+		w := in[1:]
+		l := Linearize([]*Node{Add(MatMul(in[0], w[0]), ExpandAxes(w[1], 0))}, w)
 		tangents := placeholders(w...)
 		jv := l.walk.tangent(tangents)
 		if got := relayout(jv, tangents); got[0] != jv[0] {
@@ -158,30 +157,18 @@ func TestRelayoutLinearizeHead(t *testing.T) {
 		}
 		l.products()
 		for name, m := range map[string]*linearMap{"VJP": l.vjp, "JVP": l.jvp} {
-			if got := countType(m.sg.nodes, NodeTypeTranspose); got != 0 {
+			if got := countType(m.walk.nodes, NodeTypeTranspose); got != 0 {
 				t.Errorf("%s clones %d Transpose nodes, want 0", name, got)
 			}
-			for _, d := range nodesOfType(m.sg.nodes, NodeTypeDotGeneral) {
+			for _, d := range nodesOfType(m.walk.nodes, NodeTypeDotGeneral) {
 				x := d.Inputs()
-				if !readDotAxes(d).backendLayout(x[0].Rank(), x[1].Rank()) {
+				if !dotGeneralAxes(d).backendLayout(x[0].Rank(), x[1].Rank()) {
 					t.Errorf("%s clones %s, not in the backend's layout", name, d)
 				}
 			}
 		}
-		return []*Node{l.Logits()}
-	}, p.affineInputs(dtypes.Float64)...)
-}
-
-func countType(nodes []*Node, typ NodeType) int { return len(nodesOfType(nodes, typ)) }
-
-func nodesOfType(nodes []*Node, typ NodeType) []*Node {
-	var out []*Node
-	for _, n := range nodes {
-		if n.Type() == typ {
-			out = append(out, n)
-		}
-	}
-	return out
+		return l.Outputs()
+	}, ref.RandMatrix(rng, 6, 5, 1), ref.RandMatrix(rng, 5, 3, 1), ref.RandVec(rng, 3))
 }
 
 func size(dims []int) int {
@@ -314,15 +301,15 @@ func TestRelayoutDenseVJP(t *testing.T) {
 			}
 			rows := size(tc.x) / in
 			inputs := []any{
-				tensors.FromFlatDataAndDimensions(randVec(rng, size(tc.x)), tc.x...),
-				tensors.FromFlatDataAndDimensions(randVec(rng, in*classes), wDims...),
-				tensors.FromFlatDataAndDimensions(randVec(rng, classes), classes),
-				tensors.FromFlatDataAndDimensions(randVec(rng, in*in), in, in),
-				tensors.FromFlatDataAndDimensions(randVec(rng, rows*classes), rows, classes),
+				tensors.FromFlatDataAndDimensions(ref.RandVec(rng, size(tc.x)), tc.x...),
+				tensors.FromFlatDataAndDimensions(ref.RandVec(rng, in*classes), wDims...),
+				tensors.FromFlatDataAndDimensions(ref.RandVec(rng, classes), classes),
+				tensors.FromFlatDataAndDimensions(ref.RandVec(rng, in*in), in, in),
+				tensors.FromFlatDataAndDimensions(ref.RandVec(rng, rows*classes), rows, classes),
 			}
 			var vjp *linearMap
 			out := run(t, func(n []*Node) []*Node {
-				x, params := n[0], Vec{n[1], n[2]}
+				x, params := n[0], []*Node{n[1], n[2]}
 				if tc.backbone {
 					x = Tanh(Dot(x, n[3]).General([]int{x.Rank() - 1}, nil, []int{0}, nil))
 					params = append(params, n[3])
@@ -330,7 +317,7 @@ func TestRelayoutDenseVJP(t *testing.T) {
 				y := BackendFusedDense(x, n[1], n[2], compute.DenseConfig{
 					Activation: compute.ActivationConfig{Type: tc.act}, WeightLayout: tc.layout})
 				logits := Reshape(y, rows, classes)
-				l := Linearize(logits, params).(*autodiffLinearization)
+				l := Linearize([]*Node{logits}, params)
 				got := l.VJP(n[4])
 				vjp = l.vjp
 				want := Gradient(ReduceAllSum(Mul(logits, StopGradient(n[4]))), params...)
@@ -338,16 +325,16 @@ func TestRelayoutDenseVJP(t *testing.T) {
 			}, inputs...)
 			half := len(out) / 2
 			for k := range half {
-				check(t, fmt.Sprintf("VJP part %d vs reverse mode (relative)", k), ref.RelErr(out[k], out[half+k]), 1e-12)
+				ref.Check(t, fmt.Sprintf("VJP part %d vs reverse mode (relative)", k), ref.RelErr(out[k], out[half+k]), 1e-12)
 			}
 			for _, typ := range []NodeType{NodeTypeFusedDenseVJP, NodeTypeTranspose} {
-				if got := countType(vjp.sg.nodes, typ); got != 0 {
+				if got := countType(vjp.walk.nodes, typ); got != 0 {
 					t.Errorf("the VJP clones %d %s nodes, want 0", got, typ)
 				}
 			}
 			var copied []*Node
-			for _, d := range nodesOfType(vjp.sg.nodes, NodeTypeDotGeneral) {
-				if x := d.Inputs(); !readDotAxes(d).backendLayout(x[0].Rank(), x[1].Rank()) {
+			for _, d := range nodesOfType(vjp.walk.nodes, NodeTypeDotGeneral) {
+				if x := d.Inputs(); !dotGeneralAxes(d).backendLayout(x[0].Rank(), x[1].Rank()) {
 					copied = append(copied, d)
 				}
 			}

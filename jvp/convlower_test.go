@@ -1,4 +1,4 @@
-package fgn
+package jvp
 
 import (
 	"math"
@@ -92,15 +92,16 @@ func (tc convCase) conv(x, k *Node) *Node {
 // ⟨y(ẋ, k), u⟩ = ⟨ẋ, ∂ₓ⟨y, u⟩⟩ and ⟨y(x, k̇), u⟩ = ⟨k̇, ∂ₖ⟨y, u⟩⟩, both with the pass's VJPs and with
 // GoMLX's reverse mode of the lowered forward pass, itself passed through lowerConvolutions (its
 // Slice nodes cut by Pad). GoMLX's VJP of ConvGeneral with respect to the input is shifted by one
-// position when a kernel's size is even (gomlx v0.28.16, convVJPWrtX): on those cases the pass
-// reproduces it, and the first identity is checked on the lowered forward pass's VJP alone.
+// position when a kernel's size is even (see compat.go: compatConvVJPEvenKernel): on those cases
+// the pass reproduces it, and the first identity is checked on the lowered forward pass's VJP
+// alone (Linearize's VJP uses that one there: TestLinearizeConvolutions).
 func TestLowerConvolutions(t *testing.T) {
 	for _, tc := range convCases {
 		t.Run(tc.name, func(t *testing.T) {
 			xDims, kDims, _ := tc.shapes()
 			rng := rand.New(rand.NewPCG(5, 17))
-			x, k := randVec(rng, size(xDims)), randVec(rng, size(kDims))
-			dx, dk := randVec(rng, size(xDims)), randVec(rng, size(kDims))
+			x, k := ref.RandVec(rng, size(xDims)), ref.RandVec(rng, size(kDims))
+			dx, dk := ref.RandVec(rng, size(xDims)), ref.RandVec(rng, size(kDims))
 			var yDims []int
 			// The cotangent's shape is the output's: build once to read it.
 			run(t, func(in []*Node) []*Node {
@@ -108,7 +109,7 @@ func TestLowerConvolutions(t *testing.T) {
 				yDims = y.Shape().Dimensions
 				return []*Node{y}
 			}, tensors.FromFlatDataAndDimensions(x, xDims...), tensors.FromFlatDataAndDimensions(k, kDims...))
-			u := randVec(rng, size(yDims))
+			u := ref.RandVec(rng, size(yDims))
 			left, unitSlices := 0, 0
 			out := run(t, func(in []*Node) []*Node {
 				x, k, u, dx, dk := in[0], in[1], in[2], in[3], in[4]
@@ -121,7 +122,7 @@ func TestLowerConvolutions(t *testing.T) {
 					lowerConvolutions(loweredVJP, []*Node{u}))
 				outs := slices.Concat([]*Node{lowered}, products)
 				left = countConvs(outs)
-				for _, n := range walk(products, []*Node{u, dx, dk}).nodes {
+				for _, n := range Dependents(products, []*Node{u, dx, dk}) {
 					if n.Type() == NodeTypeSlice && unitStrides(n) {
 						unitSlices++
 					}
@@ -138,17 +139,50 @@ func TestLowerConvolutions(t *testing.T) {
 			}
 			y, vx, vk, ly, lvx, lvk, ldx, ldk, fvx, fvk := out[0], out[1], out[2], out[3], out[4], out[5], out[6],
 				out[7], out[8], out[9]
-			check(t, "LowerConvolutions vs GoMLX's convolution (relative)", ref.RelErr(ly, y), 1e-12)
-			check(t, "lowered VJP wrt the input vs GoMLX's (relative)", ref.RelErr(lvx, vx), 1e-12)
-			check(t, "lowered VJP wrt the kernel vs GoMLX's (relative)", ref.RelErr(lvk, vk), 1e-12)
-			check(t, "reverse mode of LowerConvolutions wrt the kernel vs GoMLX's (relative)", ref.RelErr(fvk, vk), 1e-12)
-			check(t, "⟨y(x, k̇), u⟩ vs ⟨k̇, ∂ₖ⟨y, u⟩⟩ (relative)", relDiff(dot(ldk, u), dot(dk, lvk)), 1e-12)
-			check(t, "⟨y(ẋ, k), u⟩ vs ⟨ẋ, ∂ₓ⟨y, u⟩⟩, reverse mode of LowerConvolutions (relative)",
-				relDiff(dot(ldx, u), dot(dx, fvx)), 1e-12)
+			ref.Check(t, "LowerConvolutions vs GoMLX's convolution (relative)", ref.RelErr(ly, y), 1e-12)
+			ref.Check(t, "lowered VJP wrt the input vs GoMLX's (relative)", ref.RelErr(lvx, vx), 1e-12)
+			ref.Check(t, "lowered VJP wrt the kernel vs GoMLX's (relative)", ref.RelErr(lvk, vk), 1e-12)
+			ref.Check(t, "reverse mode of LowerConvolutions wrt the kernel vs GoMLX's (relative)", ref.RelErr(fvk, vk), 1e-12)
+			ref.Check(t, "⟨y(x, k̇), u⟩ vs ⟨k̇, ∂ₖ⟨y, u⟩⟩ (relative)", relDiff(ref.Dot(ldk, u), ref.Dot(dk, lvk)), 1e-12)
+			ref.Check(t, "⟨y(ẋ, k), u⟩ vs ⟨ẋ, ∂ₓ⟨y, u⟩⟩, reverse mode of LowerConvolutions (relative)",
+				relDiff(ref.Dot(ldx, u), ref.Dot(dx, fvx)), 1e-12)
 			if !slices.ContainsFunc(tc.kernel, func(k int) bool { return k%2 == 0 }) {
-				check(t, "⟨y(ẋ, k), u⟩ vs ⟨ẋ, ∂ₓ⟨y, u⟩⟩ (relative)", relDiff(dot(ldx, u), dot(dx, lvx)), 1e-12)
-				check(t, "reverse mode of LowerConvolutions wrt the input vs GoMLX's (relative)", ref.RelErr(fvx, vx), 1e-12)
+				ref.Check(t, "⟨y(ẋ, k), u⟩ vs ⟨ẋ, ∂ₓ⟨y, u⟩⟩ (relative)", relDiff(ref.Dot(ldx, u), ref.Dot(dx, lvx)), 1e-12)
+				ref.Check(t, "reverse mode of LowerConvolutions wrt the input vs GoMLX's (relative)", ref.RelErr(fvx, vx), 1e-12)
 			}
+		})
+	}
+}
+
+// TestLinearizeConvolutions checks Linearize on every convCase, its products built through the
+// convolution pass and, for the kernels of even size, convAdjoint: J v equals GoMLX's
+// convolutions of the tangents (a convolution is bilinear, so J (ẋ, k̇) = y(ẋ, k) + y(x, k̇)) to
+// 1e-12, and ⟨J (ẋ, k̇), u⟩ = ⟨ẋ, Jₓᵀu⟩ + ⟨k̇, Jₖᵀu⟩ to 1e-12.
+func TestLinearizeConvolutions(t *testing.T) {
+	for _, tc := range convCases {
+		t.Run(tc.name, func(t *testing.T) {
+			xDims, kDims, _ := tc.shapes()
+			rng := rand.New(rand.NewPCG(7, 19))
+			x, k := ref.RandVec(rng, size(xDims)), ref.RandVec(rng, size(kDims))
+			dx, dk := ref.RandVec(rng, size(xDims)), ref.RandVec(rng, size(kDims))
+			var yDims []int
+			run(t, func(in []*Node) []*Node {
+				y := tc.conv(in[0], in[1])
+				yDims = y.Shape().Dimensions
+				return []*Node{y}
+			}, tensors.FromFlatDataAndDimensions(x, xDims...), tensors.FromFlatDataAndDimensions(k, kDims...))
+			u := ref.RandVec(rng, size(yDims))
+			out := run(t, func(in []*Node) []*Node {
+				x, k, u, dx, dk := in[0], in[1], in[2], in[3], in[4]
+				lin := Linearize([]*Node{tc.conv(x, k)}, []*Node{x, k})
+				want := Add(tc.conv(dx, k), tc.conv(x, dk))
+				return slices.Concat(lin.JVP(dx, dk), lin.VJP(u), []*Node{want})
+			}, tensors.FromFlatDataAndDimensions(x, xDims...), tensors.FromFlatDataAndDimensions(k, kDims...),
+				tensors.FromFlatDataAndDimensions(u, yDims...), tensors.FromFlatDataAndDimensions(dx, xDims...),
+				tensors.FromFlatDataAndDimensions(dk, kDims...))
+			jv, vx, vk, want := out[0], out[1], out[2], out[3]
+			ref.Check(t, "J v vs y(ẋ, k) + y(x, k̇) (relative)", ref.RelErr(jv, want), 1e-12)
+			ref.Check(t, "⟨J v, u⟩ vs ⟨v, Jᵀu⟩ (relative)", relDiff(ref.Dot(jv, u), ref.Dot(dx, vx)+ref.Dot(dk, vk)), 1e-12)
 		})
 	}
 }

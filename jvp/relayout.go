@@ -1,17 +1,17 @@
-package fgn
+package jvp
 
 import (
 	"fmt"
 	"slices"
 
 	"github.com/gomlx/compute"
-	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 )
 
-// relayout returns outs rebuilt with the operands of their matrix products laid out once for
-// every application of a linearMap, which clones the nodes between in and outs per product (a CG
-// iteration clones them twice): the nodes that do not depend on in are computed once per step,
+// relayout is a pass (see passes) tuned to the matrix products of the pure-Go backend: it returns
+// outs rebuilt with the operands of their matrix products laid out once for every application of
+// a linearMap, which clones the nodes between in and outs per application (a CG iteration of an
+// optimizer applies a JVP and a VJP): the nodes that do not depend on in are computed once,
 // whatever the number of clones, and what is transposed among them is transposed once. Three
 // rewrites, each exact algebra (the outputs keep their shapes and axis order; a sum over
 // contracted axes may run in another order, so values agree to rounding):
@@ -27,21 +27,22 @@ import (
 //     reordered to follow v's axes when that lets v be used as it is.
 //  3. FusedDenseVJP, GoMLX's VJP of FusedDense (what layers.Dense builds on the pure-Go
 //     backend), is one op of that backend that forms dx, dW and dbias on every execution,
-//     transposing x (or dZ) for dW each time: it is rebuilt from its parts (denseVJPPart), products laid
-//     out by rewrite 2, so that a clone computes only the parts it uses, and xᵀ once per step.
+//     transposing x (or dZ) for dW each time: it is rebuilt from its parts (denseVJPPart),
+//     products laid out by rewrite 2, so that a clone computes only the parts it uses, and xᵀ
+//     once.
 //
 // The pure-Go backend (compute v0.1.14, dot.LayoutForDotGeneral) multiplies without copying an
 // operand only when both have the batch axes first and in the same order, and the contracting
 // axes, at least one and as many on both sides, paired in order, last on the lhs ([batch…,
 // cross…, contracting…]) and either last or right after the batch axes on the rhs ([batch…,
 // cross…, contracting…] or [batch…, contracting…, cross…]); otherwise each execution transposes
-// each operand not already in [batch…, cross…, contracting…] into it. After rewrite 2, u is in that layout, so v alone
-// may be copied per product, and not at all when v's axes allow: the VJP of z = h·W becomes hᵀm
-// with hᵀ formed once per step, the product AffineHead forms by hand. The rewritten
-// graph computes the same values on any backend; one that lays out its operands itself (XLA)
-// merely gets them already laid out.
+// each operand not already in [batch…, cross…, contracting…] into it. After rewrite 2, u is in
+// that layout, so v alone may be copied per product, and not at all when v's axes allow: the VJP
+// of z = h·W becomes hᵀm with hᵀ formed once, the product a hand-written affine head forms. The
+// rewritten graph computes the same values on any backend; one that lays out its operands itself
+// (XLA) merely gets them already laid out.
 func relayout(outs, in []*Node) []*Node {
-	s := walk(outs, in)
+	s := newWalk(outs, in)
 	varying := make(map[*Node]bool, len(s.nodes)+len(in))
 	for _, n := range s.sources {
 		varying[n] = true
@@ -61,7 +62,7 @@ func relayout(outs, in []*Node) []*Node {
 	swapped := make(map[*Node]bool)
 	for _, n := range s.nodes {
 		if x := n.Inputs(); n.Type() == NodeTypeTranspose && x[0].Type() == NodeTypeDotGeneral && uses[x[0]] == 1 &&
-			swapsCrossAxes(readDotAxes(x[0]), x[0], intsOf(opParam(n, "permutation"))) {
+			swapsCrossAxes(dotGeneralAxes(x[0]), x[0], permutation(n)) {
 			swapped[x[0]] = true
 		}
 	}
@@ -78,16 +79,16 @@ func relayout(outs, in []*Node) []*Node {
 		case swapped[n]:
 		case n.Type() == NodeTypeTranspose && swapped[n.Inputs()[0]]:
 			dot := n.Inputs()[0]
-			a := readDotAxes(dot)
+			a := dotGeneralAxes(dot)
 			lhs, rhs := r.get(dot.Inputs()[0]), r.get(dot.Inputs()[1])
 			r.value[n] = r.dot(rhs, lhs, a.swap(), varying[dot.Inputs()[1]], varying[dot.Inputs()[0]])
 		case n.Type() == NodeTypeDotGeneral &&
-			readDotAxes(n).layOut(in[0].Rank(), in[1].Rank(), varying[n.Inputs()[0]], varying[n.Inputs()[1]]):
-			r.value[n] = r.dot(in[0], in[1], readDotAxes(n), varying[n.Inputs()[0]], varying[n.Inputs()[1]])
+			dotGeneralAxes(n).layOut(in[0].Rank(), in[1].Rank(), varying[n.Inputs()[0]], varying[n.Inputs()[1]]):
+			r.value[n] = r.dot(in[0], in[1], dotGeneralAxes(n), varying[n.Inputs()[0]], varying[n.Inputs()[1]])
 		case n.Type() == NodeTypeFusedDenseVJP && denseVJPDecomposes(n):
 			r.dz[n] = nil // built part by part, as its SplitNodes ask
 		case n.Type() == NodeTypeSplitNode && r.decomposed(n.Inputs()[0]):
-			r.value[n] = r.denseVJPPart(n.Inputs()[0], int(opParam(n, "index").Int()))
+			r.value[n] = r.denseVJPPart(n.Inputs()[0], splitIndex(n))
 		case changed:
 			r.value[n] = cloneNode(n, in)
 		}
@@ -200,26 +201,6 @@ func (r *relayouter) transposed(u *Node, contracting, batch []int) (*Node, []int
 	return t, newContracting, newBatch
 }
 
-// dotAxes are the axes and configuration of a DotGeneral node.
-type dotAxes struct {
-	lhsContracting, lhsBatch, rhsContracting, rhsBatch []int
-	config                                             compute.DotGeneralConfig
-}
-
-// readDotAxes reads the axes of DotGeneral node n (see opParam).
-func readDotAxes(n *Node) dotAxes {
-	ints := func(field string) []int { return toInts(intsOf(opParam(n, field))) }
-	config := opParam(n, "config")
-	return dotAxes{
-		lhsContracting: ints("lhsContractingAxes"), lhsBatch: ints("lhsBatchAxes"),
-		rhsContracting: ints("rhsContractingAxes"), rhsBatch: ints("rhsBatchAxes"),
-		config: compute.DotGeneralConfig{
-			AccumulatorDType: dtypes.DType(config.FieldByName("AccumulatorDType").Int()),
-			OutputDType:      dtypes.DType(config.FieldByName("OutputDType").Int()),
-		},
-	}
-}
-
 // swap returns the axes of the product with lhs and rhs exchanged.
 func (a dotAxes) swap() dotAxes {
 	return dotAxes{lhsContracting: a.rhsContracting, lhsBatch: a.rhsBatch,
@@ -265,7 +246,7 @@ func orderPairs(vAxes, uAxes, vBatch []int, vRank int, vIsRHS bool) (v, u []int)
 // swapsCrossAxes reports whether permutation perm of the output of DotGeneral node n (axes a),
 // [batch…, lhs cross…, rhs cross…], is [batch…, rhs cross…, lhs cross…] with both cross blocks
 // non-empty.
-func swapsCrossAxes(a dotAxes, n *Node, perm []int64) bool {
+func swapsCrossAxes(a dotAxes, n *Node, perm []int) bool {
 	lhs, rhs := n.Inputs()[0], n.Inputs()[1]
 	nb := len(a.lhsBatch)
 	nl := lhs.Rank() - nb - len(a.lhsContracting)
@@ -274,7 +255,7 @@ func swapsCrossAxes(a dotAxes, n *Node, perm []int64) bool {
 		return false
 	}
 	want := slices.Concat(axisRange(0, nb), axisRange(nb+nl, nr), axisRange(nb, nl))
-	return slices.Equal(want, toInts(perm))
+	return slices.Equal(want, perm)
 }
 
 // crossAxes returns the axes of a rank-rank operand that are neither contracting nor batch, in
@@ -285,23 +266,6 @@ func crossAxes(rank int, contracting, batch []int) []int {
 		if !slices.Contains(contracting, axis) && !slices.Contains(batch, axis) {
 			out = append(out, axis)
 		}
-	}
-	return out
-}
-
-// axisRange returns start, start+1, …, start+n-1.
-func axisRange(start, n int) []int {
-	out := make([]int, n)
-	for k := range out {
-		out[k] = start + k
-	}
-	return out
-}
-
-func toInts(v []int64) []int {
-	out := make([]int, len(v))
-	for k, x := range v {
-		out[k] = int(x)
 	}
 	return out
 }

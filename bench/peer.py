@@ -19,7 +19,7 @@ averages. --scale also writes the measurements to bench/step_scale.csv and draws
 
 With --zoo it builds experiments/zoo's test binary instead and runs, --runs times over, the model
 zoo's cost benchmarks (BenchmarkModelZoo, BenchmarkZooFixedCG and BenchmarkZooProducts, for every
-zoo model and for the CNN lowered to matrix products by fgn.LowerConvolutions) alternating with the
+zoo model and for the CNN lowered to matrix products by jvp.LowerConvolutions) alternating with the
 same CNN's products and steps in PyTorch (bench/cnn_peer.py), and rewrites BENCHMARKS.md's zoo cost
 section with the medians, their ranges and the sgemm-equivalent floor of the CNN's products.
 
@@ -698,10 +698,10 @@ def zoo_report(go, peer, floors, runs, loads, machine, started):
         "FGN and SGN make the same products, those of the paper's cost accounting: the logits,",
         "N_CG·(JVP + VJP) and one VJP, and with Levenberg-Marquardt damping the logits at the trial point.",
         "`cnn` is the zoo's CNN as written (GoMLX's `layers.Convolution`): its forward pass and Adam's",
-        "reverse mode run the pure-Go backend's direct convolution, while `fgn.Linearize` computes the",
+        "reverse mode run the pure-Go backend's direct convolution, while `fgn.Linearize` (`jvp.Linearize`) computes the",
         "convolutions of its products and of the trial logits as matrix products of their patches (its",
         "lowering pass); `cnn-lowered` is the same model with its logits returned through",
-        "`fgn.LowerConvolutions`, the opt-in that lowers the model's own forward pass, and hence its",
+        "`jvp.LowerConvolutions`, the opt-in that lowers the model's own forward pass, and hence its",
         "reverse mode, too.",
         f"Timed steps or calls per cell: {', '.join(f'{m} {ZOO_CALLS[m]}' for m in ZOO_MODELS)}.",
         "",

@@ -13,6 +13,7 @@ require (
 	github.com/schollz/progressbar/v3 v3.19.0
 	golang.org/x/sys v0.48.0
 	golang.org/x/term v0.40.0
+	golang.org/x/text v0.35.0
 	gonum.org/v1/gonum v0.16.0
 	gonum.org/v1/plot v0.15.2
 	gopkg.in/yaml.v3 v3.0.1
@@ -49,6 +50,5 @@ require (
 	github.com/xo/terminfo v0.0.0-20220910002029-abceb7e1c41e // indirect
 	golang.org/x/exp v0.0.0-20260908205506-85c1c2202aba // indirect
 	golang.org/x/image v0.26.0 // indirect
-	golang.org/x/text v0.35.0 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 )

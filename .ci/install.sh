@@ -48,10 +48,14 @@ go_install() {
 
 # cgo (go-xla's PJRT loader) needs a C compiler; jupyter-nbconvert, jupyter-client and
 # python3-nbclient execute the notebooks headlessly; poppler-utils (pdftotext, pdffonts,
-# pdftoppm) reads the figures' PDFs back in the tests of experiments/plot/plottest. With --browser also the classic Notebook
-# (jupyter-notebook) and chromium, which run them in a browser (.ci/browser.sh); the image, whose
-# front end is JupyterLab, does without.
-packages=(gcc libc6-dev ca-certificates git jupyter-nbconvert jupyter-client python3-nbclient poppler-utils)
+# pdftoppm) reads the figures' PDFs back in the tests of experiments/plot/plottest; the hunspell
+# dictionaries are the word-identification task of data/words (words.Packages lists them; its
+# tests need them). With --browser also the classic Notebook (jupyter-notebook) and chromium, which
+# run them in a browser (.ci/browser.sh); the image, whose front end is JupyterLab, does without.
+packages=(gcc libc6-dev ca-certificates git jupyter-nbconvert jupyter-client python3-nbclient poppler-utils
+  hunspell-en-us hunspell-de-de hunspell-fr hunspell-es hunspell-it hunspell-pt-pt hunspell-nl hunspell-sv
+  hunspell-da hunspell-no hunspell-pl hunspell-cs hunspell-sk hunspell-sl hunspell-hr hunspell-ro hunspell-hu
+  hunspell-tr hunspell-lt hunspell-lv)
 case "${1:-}" in
   "") ;;
   --browser) packages+=(jupyter-notebook chromium) ;;

@@ -33,6 +33,13 @@ type cgSystem struct {
 	factorRHS        Vec           // L rhs, required with factor
 	shift            *Node         // σ (scalar); nil for σ = 0
 	rhs, x0          Vec
+	// rhsProduct is C rhs (without the shift), when the caller formed it (to choose σ, see
+	// DampingPolicy): CG started from zero then takes it as its first product instead of forming
+	// it. Nil otherwise.
+	rhsProduct Vec
+	// tolerance (a scalar), when not nil, raises the relative tolerance of the stopping test to
+	// max(tolerance, CGSettings.Tolerance) (CGSettings.StopAtNoise).
+	tolerance *Node
 	// With curvatureNorm the stopping test is on the C-seminorm of the residual e,
 	// ‖e‖_C² = eᵀC e ≤ Tolerance²·refNorm2, instead of on its Euclidean norm, ‖e‖² ≤
 	// Tolerance²·refNorm2 with refNorm2 = ‖rhs‖² when nil.
@@ -105,6 +112,10 @@ func (sys cgSystem) seminorm(e, firstE Vec) *Node {
 //
 // For a factored system CG also accumulates L x_{k+1} = L x_k + α_k L p_k from the products it
 // makes (cgResult.LX), so a caller that needs L x (FGN's back-projection) makes no product more.
+//
+// When CG starts from zero and the caller gives C rhs (sys.rhsProduct), the first iteration, whose
+// direction p_0 = rhs, takes it instead of forming the product; in a While loop that iteration
+// runs before the loop.
 func solveCG(sys cgSystem, s CGSettings, inLoop bool) cgResult {
 	if err := s.Validate(); err != nil {
 		exceptions.Panicf("%v", err)
@@ -134,13 +145,20 @@ func solveCG(sys cgSystem, s CGSettings, inLoop bool) cgResult {
 	if ref == nil {
 		ref = vecDot(rhs, rhs)
 	}
-	threshold := Mul(Scalar(g, dtype, s.Tolerance*s.Tolerance), ref)
+	tol2 := Scalar(g, dtype, s.Tolerance*s.Tolerance)
+	if sys.tolerance != nil {
+		tol2 = Max(tol2, Square(ConvertDType(sys.tolerance, dtype)))
+	}
+	threshold := Mul(tol2, ref)
 	rr := vecDot(r, r)
 	state := cgState{k: Const(g, int32(0)), x: x, r: r, p: r, rr: rr, res2: rr, lx: lx, start: sys.gradientStart}
 	if sys.curvatureNorm {
-		if sys.x0 == nil && sys.factor != nil {
+		switch {
+		case sys.x0 == nil && sys.factor != nil:
 			state.fp = sys.factorRHS
-		} else {
+		case sys.x0 == nil && sys.rhsProduct != nil: // first(rhs) = C rhs
+			state.fp = sys.rhsProduct
+		default:
 			state.fp = sys.first(r)
 		}
 		state.res2 = sys.seminorm(r, state.fp)
@@ -148,11 +166,17 @@ func solveCG(sys cgSystem, s CGSettings, inLoop bool) cgResult {
 	maxIter := Const(g, int32(s.MaxIterations))
 	state.stop = LogicalNot(LogicalAnd(GreaterThan(state.res2, threshold), LessThan(state.k, maxIter)))
 
-	body := func(st cgState) cgState { return cgIteration(sys, st, maxIter, threshold) }
+	body := func(st cgState) cgState { return cgIteration(sys, st, cgProducts{}, maxIter, threshold) }
+	iterations := s.MaxIterations
+	if sys.x0 == nil && sys.rhsProduct != nil {
+		// p_0 = rhs: its products are C rhs and, for a factored system, L rhs.
+		state = cgIteration(sys, state, cgProducts{fp: sys.factorRHS, cp: sys.rhsProduct}, maxIter, threshold)
+		iterations--
+	}
 	if inLoop {
 		state = whileLoop(state, func(st cgState) *Node { return LogicalNot(st.stop) }, body)
 	} else {
-		for range s.MaxIterations {
+		for range iterations {
 			state = body(state)
 		}
 	}
@@ -239,15 +263,21 @@ func (st cgState) unflatten(nodes []*Node) cgState {
 // taken when r_1 is finite (else CG stops, as on overflow).
 //
 // A pass on a stopped state changes nothing: x_{k+1} = x_k + 0·p_k = x_k on a pass without a
-// step.
-func cgIteration(sys cgSystem, st cgState, maxIter, threshold *Node) cgState {
+// step. known holds the products of p_k that the caller already has (the first iteration's).
+func cgIteration(sys cgSystem, st cgState, known cgProducts, maxIter, threshold *Node) cgState {
 	zero := ZerosLike(st.rr)
 	inf := Scalar(st.rr.Graph(), st.rr.DType(), math.Inf(1))
 	fp := st.fp
 	if fp == nil {
+		fp = known.fp
+	}
+	if fp == nil && (known.cp == nil || st.lx != nil) {
 		fp = sys.first(st.p)
 	}
-	cp := sys.product(fp)
+	cp := known.cp
+	if cp == nil {
+		cp = sys.product(fp)
+	}
 	ap := sys.damped(st.p, cp)
 	active := LogicalNot(st.stop)
 
@@ -296,6 +326,10 @@ func cgIteration(sys cgSystem, st cgState, maxIter, threshold *Node) cgState {
 	next.stop = LogicalNot(LogicalAnd(update, LogicalAnd(GreaterThan(res2, threshold), LessThan(next.k, maxIter))))
 	return next
 }
+
+// cgProducts are products of a CG direction p known before its iteration: fp = first(p) and
+// cp = C p (nil when not known).
+type cgProducts struct{ fp, cp Vec }
 
 // vecSelect returns onTrue where the boolean scalar mask holds, else onFalse, one keepUnless per
 // tensor.

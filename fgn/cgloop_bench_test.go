@@ -63,7 +63,7 @@ func benchmarkHostCG(b *testing.B, h, r *tensors.Tensor, gram func(*Node) *Node,
 		k, g := in[0], in[0].Graph()
 		sys := cgSystem{curvature: func(v Vec) Vec { return Vec{rowOp(k, v[0])} }}
 		maxIter, threshold := Const(g, int32(s.MaxIterations)), ScalarZero(g, k.DType())
-		return cgIteration(sys, shape.unflatten(in[1:]), maxIter, threshold).flatten()
+		return cgIteration(sys, shape.unflatten(in[1:]), cgProducts{}, maxIter, threshold).flatten()
 	})
 	initExec := MustNewExec(testBackend, func(rhs *Node) []*Node {
 		g, rr := rhs.Graph(), vecDot(Vec{rhs}, Vec{rhs})

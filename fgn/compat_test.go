@@ -37,7 +37,7 @@ func TestCompatWhileEarlyOutputs(t *testing.T) {
 			res2: rr, stop: Const(g, false)}
 		maxIter, threshold := Const(g, int32(3)), MulScalar(rr, 1e-20)
 		out := whileLoop(st, func(st cgState) *Node { return LogicalNot(st.stop) },
-			func(st cgState) cgState { return cgIteration(sys, st, maxIter, threshold) })
+			func(st cgState) cgState { return cgIteration(sys, st, cgProducts{}, maxIter, threshold) })
 		return out.r // an early output only
 	}, a, []float64{1, 2, 3})
 	present(t, compatWhileEarlyOutputs, err, "index out of range", "a graph whose only output is an early output of CG's While loop runs")

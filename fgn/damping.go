@@ -17,7 +17,13 @@ import (
 //
 // ConstantDamping is the paper's (sec. 5: λ fixed, every finite step taken). An adaptive policy
 // (Adaptive() true, e.g. LevenbergMarquardt) makes the optimizer keep λ in a state variable
-// (initialised to the optimizer's Damping), measure each step's gain ratio
+// (initialised to the optimizer's Damping), solve each step with the damping Damping(λ, μ) for the
+// batch's curvature scale
+//
+//	μ = gᵀH g / ‖g‖²,
+//
+// the curvature of the method's Gauss-Newton model along the gradient (a Rayleigh quotient of H,
+// between its smallest and largest eigenvalue; 0 when g = 0), measure the step's gain ratio
 //
 //	ρ = actual / predicted,
 //	actual    = L(w) − L(w + s),
@@ -25,15 +31,19 @@ import (
 //
 // on the step's own batch (L the mean cross-entropy of eq. 2.4, m its Gauss-Newton model with
 // the method's undamped curvature: H_FGN = (1/b) JᵀQJ of eq. 3.8 for FGN, H_GGN of eq. 3.1 for
-// SGN), take the step only if it does not increase the batch loss, and set λ ← Next(λ, ρ). ρ is
-// NaN when the model predicts no decrease (predicted ≤ 0: g = 0, or α so large that the model's
+// SGN), take the step only if it does not increase the batch loss, and set λ ← Next(λ_used, ρ). ρ
+// is NaN when the model predicts no decrease (predicted ≤ 0: g = 0, or α so large that the model's
 // curvature term outweighs its slope).
 type DampingPolicy interface {
 	// Adaptive reports whether λ changes from step to step.
 	Adaptive() bool
-	// Next returns the damping of the next step (a scalar of λ's dtype) from this step's λ and
-	// gain ratio ρ (scalars, ρ possibly NaN). The optimizer calls it for adaptive policies only,
-	// and keeps λ when the step is not finite.
+	// Damping returns the damping a step solves with (a scalar of λ's dtype) from the state λ, the
+	// batch's curvature scale μ ≥ 0 and the noise-to-signal ratio ν ≥ 0 (possibly +∞) of its
+	// gradient (scalars). The optimizer calls it for adaptive policies only.
+	Damping(lambda, mu, nu *Node) *Node
+	// Next returns the state λ of the next step (a scalar of λ's dtype) from the damping this step
+	// was solved with and its gain ratio ρ (scalars, ρ possibly NaN). The optimizer calls it for
+	// adaptive policies only, and keeps λ when the step is not finite.
 	Next(lambda, rho *Node) *Node
 	// Validate reports the first invalid setting, given the initial damping λ₀.
 	Validate(lambda0 float64) error
@@ -41,45 +51,74 @@ type DampingPolicy interface {
 	String() string
 }
 
-// ConstantDamping keeps λ fixed: the paper's policy and the optimizers' default. It adds no state
-// and no work to a step.
+// ConstantDamping keeps λ fixed: the paper's policy. It adds no state and no work to a step.
 type ConstantDamping struct{}
 
 var _ DampingPolicy = ConstantDamping{}
 
-func (ConstantDamping) Adaptive() bool                 { return false }
-func (ConstantDamping) Next(lambda, _ *Node) *Node     { return lambda }
-func (ConstantDamping) Validate(lambda0 float64) error { return nil }
-func (ConstantDamping) String() string                 { return "constant" }
+func (ConstantDamping) Adaptive() bool                   { return false }
+func (ConstantDamping) Damping(lambda, _, _ *Node) *Node { return lambda }
+func (ConstantDamping) Next(lambda, _ *Node) *Node       { return lambda }
+func (ConstantDamping) Validate(lambda0 float64) error   { return nil }
+func (ConstantDamping) String() string                   { return "constant" }
 
 // LMDamping is the Levenberg-Marquardt (trust-region) damping rule on the gain ratio ρ of
-// DampingPolicy:
+// DampingPolicy, with a floor set by the noise of the batch gradient:
 //
-//	λ_{k+1} = clamp(Increase·λ_k, MinDamping, MaxDamping)   if ρ_k < LowerRho or ρ_k is NaN,
-//	λ_{k+1} = clamp(Decrease·λ_k, MinDamping, MaxDamping)   if ρ_k > UpperRho,
-//	λ_{k+1} = λ_k                                            otherwise.
+//	λ_used  = clamp(max(λ_k, NoiseFloor·μ_k·min(ν_k, 1)), MinDamping, MaxDamping),
+//	λ_{k+1} = clamp(Increase·λ_used, MinDamping, MaxDamping)   if ρ_k < LowerRho or ρ_k is NaN,
+//	λ_{k+1} = clamp(Decrease·λ_used, MinDamping, MaxDamping)   if ρ_k > UpperRho,
+//	λ_{k+1} = λ_used                                            otherwise,
 //
-// A poor agreement between the loss and its quadratic model (small ρ, or a step that increases
-// the loss: ρ < 0) shrinks the trust region by raising λ, which pulls d towards −g/λ; a good one
-// lets λ fall towards the undamped Gauss-Newton step. Create it with LevenbergMarquardt.
+// with μ and ν the batch's curvature scale and gradient noise of DampingPolicy. A poor agreement
+// between the loss and its quadratic model (small ρ, or a step that increases the loss: ρ < 0)
+// shrinks the trust region by raising λ, which pulls d towards −g/λ; a good one lets λ fall
+// towards the undamped Gauss-Newton step. Create it with LevenbergMarquardt.
+//
+// The floor. ρ is measured on the batch the step was solved on, and a Gauss-Newton model of one
+// batch has rank at most b (FGN) or b(C−1) (SGN): as λ → 0 the step fits the batch ever more
+// exactly, which its own ρ rewards, while the batch gradient's noise, amplified by 1/λ along the
+// model's small eigenvalues, is noise for every other batch. Along the gradient the right damping
+// is known: with a batch gradient ĝ whose expectation g is estimated with variance v along ĝ, a
+// step −t ĝ on a quadratic of curvature μ along ĝ minimises the expected loss
+// −t gᵀĝ + ½μt²‖ĝ‖² at t = ‖g‖²/(μ(‖g‖² + v)) = 1/(μ + μν), ν = v/‖g‖²: the damping μν. The floor
+// keeps λ there, capped at μ (ν ≤ 1: the damped step along ĝ at least half the model's Newton
+// step), so that a batch whose gradient is indistinguishable from noise does not stall training;
+// the gain ratio rules above that. ν is estimated from the batch's own examples, as if they were
+// a sample of the training set: a batch that is the whole training set keeps the floor its
+// examples' spread sets, trading the rule's fast final convergence on that set for steps that
+// generalise.
 type LMDamping struct {
 	LowerRho, UpperRho float64 // 0 < LowerRho ≤ UpperRho
 	Increase           float64 // > 1
 	Decrease           float64 // in (0, 1)
 	// MinDamping ≤ the optimizer's initial Damping ≤ MaxDamping, 0 < MinDamping.
 	MinDamping, MaxDamping float64
+	// NoiseFloor κ ≥ 0 scales the floor κ·μ·min(ν, 1) (0: no floor but MinDamping).
+	NoiseFloor float64
 }
 
 var _ DampingPolicy = LMDamping{}
 
-// LevenbergMarquardt returns the Levenberg-Marquardt damping policy with the defaults of somax's
-// trust_region damping: ρ < 0.25 → λ·1.5, ρ > 0.75 → λ·0.5, λ ∈ [1e-12, 1e6].
+// LevenbergMarquardt returns the Levenberg-Marquardt damping policy with the ρ thresholds and
+// factors of somax's trust_region damping (ρ < 0.25 → λ·1.5, ρ > 0.75 → λ·0.5), λ ∈ [1e-12, 1e6],
+// and the noise floor at NoiseFloor 1, chosen on the model zoo (experiments/zoo, BENCHMARKS.md).
 func LevenbergMarquardt() LMDamping {
-	return LMDamping{LowerRho: 0.25, UpperRho: 0.75, Increase: 1.5, Decrease: 0.5, MinDamping: 1e-12, MaxDamping: 1e6}
+	return LMDamping{LowerRho: 0.25, UpperRho: 0.75, Increase: 1.5, Decrease: 0.5, MinDamping: 1e-12, MaxDamping: 1e6,
+		NoiseFloor: 1}
 }
 
 func (LMDamping) Adaptive() bool { return true }
 func (LMDamping) String() string { return "lm" }
+
+func (p LMDamping) Damping(lambda, mu, nu *Node) *Node {
+	if p.NoiseFloor > 0 {
+		dtype := lambda.DType()
+		nu = Min(ConvertDType(nu, dtype), OnesLike(lambda))
+		lambda = Max(lambda, MulScalar(Mul(ConvertDType(mu, dtype), nu), p.NoiseFloor))
+	}
+	return p.clamp(lambda)
+}
 
 func (p LMDamping) Next(lambda, rho *Node) *Node {
 	dtype := lambda.DType()
@@ -87,8 +126,12 @@ func (p LMDamping) Next(lambda, rho *Node) *Node {
 	rho = ConvertDType(rho, dtype)
 	grow := LogicalNot(GreaterOrEqual(rho, Scalar(g, dtype, p.LowerRho))) // true for NaN
 	shrink := GreaterThan(rho, Scalar(g, dtype, p.UpperRho))
-	next := Where(grow, MulScalar(lambda, p.Increase), Where(shrink, MulScalar(lambda, p.Decrease), lambda))
-	return Clip(next, Scalar(g, dtype, p.MinDamping), Scalar(g, dtype, p.MaxDamping))
+	return p.clamp(Where(grow, MulScalar(lambda, p.Increase), Where(shrink, MulScalar(lambda, p.Decrease), lambda)))
+}
+
+func (p LMDamping) clamp(lambda *Node) *Node {
+	g, dtype := lambda.Graph(), lambda.DType()
+	return Clip(lambda, Scalar(g, dtype, p.MinDamping), Scalar(g, dtype, p.MaxDamping))
 }
 
 func (p LMDamping) Validate(lambda0 float64) error {
@@ -104,6 +147,8 @@ func (p LMDamping) Validate(lambda0 float64) error {
 	case !(p.MinDamping > 0 && p.MinDamping <= p.MaxDamping) || !finite(p.MaxDamping):
 		return fmt.Errorf("fgn: Levenberg-Marquardt λ bounds must satisfy 0 < min ≤ max < ∞, got %g and %g",
 			p.MinDamping, p.MaxDamping)
+	case !(p.NoiseFloor >= 0) || !finite(p.NoiseFloor):
+		return fmt.Errorf("fgn: Levenberg-Marquardt noise floor must be finite and ≥ 0, got %g", p.NoiseFloor)
 	case !(lambda0 >= p.MinDamping && lambda0 <= p.MaxDamping):
 		return fmt.Errorf("fgn: initial damping λ = %g is outside the Levenberg-Marquardt bounds [%g, %g]",
 			lambda0, p.MinDamping, p.MaxDamping)
@@ -114,8 +159,12 @@ func (p LMDamping) Validate(lambda0 float64) error {
 // StepDamping is the damping telemetry of one optimizer step (scalars in the loss's dtype,
 // Accepted boolean).
 type StepDamping struct {
-	// Used is the damping λ the direction was solved with, Next the λ of the next step.
+	// Used is the damping λ the direction was solved with, Next the state λ of the next step.
 	Used, Next *Node
+	// Curvature is the batch's curvature scale μ = gᵀH g/‖g‖² and Noise the noise-to-signal ratio
+	// ν of its gradient (DampingPolicy); nil when the step did not form them (a constant λ with a
+	// warm start).
+	Curvature, Noise *Node
 	// Predicted and Actual are the decreases m(0) − m(s) and L(w) − L(w + s) of DampingPolicy,
 	// Rho their ratio; nil for a policy that is not adaptive.
 	Predicted, Actual, Rho *Node
@@ -203,31 +252,82 @@ func (o *gnOptimizer) dampingState(scope *model.Scope, dtype dtypes.DType) *mode
 	return v
 }
 
-// scaledLambda returns k·λ as a scalar of dtype: λ is lambda, the adaptive policy's state, when
-// not nil, else the constant c.Damping, folded in float64 so that k·λ is rounded once.
-func (c Settings) scaledLambda(lambda *Node, g *Graph, dtype dtypes.DType, k float64) *Node {
-	if lambda != nil {
-		return MulScalar(ConvertDType(lambda, dtype), k)
+// batchScale is what a step measures of its batch before it solves, to choose its damping (see
+// DampingPolicy): the curvature scale μ = gᵀH g/‖g‖² and the noise-to-signal ratio ν of the batch
+// gradient along its direction. Both are nil when the step did not form them (a constant λ with a
+// warm start).
+type batchScale struct{ curvature, noise *Node }
+
+// dampingFn returns the damping λ a step solves with from what it measured of its batch.
+type dampingFn func(batchScale) *Node
+
+// damping returns the λ of a direction as a scalar of dtype: fn(scale) when fn is not nil, else
+// the constant c.Damping.
+func (c Settings) damping(fn dampingFn, scale batchScale, g *Graph, dtype dtypes.DType) *Node {
+	if fn != nil {
+		return ConvertDType(fn(scale), dtype)
 	}
-	return Scalar(g, dtype, k*c.Damping)
+	return Scalar(g, dtype, c.Damping)
 }
 
-// stepDamping returns the damping telemetry of the step from w = lin.Params() to updated = w + αd.
-// lambdaState is the adaptive policy's λ (nil for a constant λ). For an adaptive policy it
-// measures ρ and sets the next λ, kept when the step is not finite.
+// curvatureScale returns μ = num/den for num = gᵀH g and den = ‖g‖² (both scaled alike), 0 where
+// den is 0 (g = 0) and where the quotient is not finite, so that the damping it sets stays finite.
+func curvatureScale(num, den *Node) *Node {
+	zero := ZerosLike(den)
+	positive := GreaterThan(den, zero)
+	mu := Div(num, Where(positive, den, OnesLike(den)))
+	return StopGradient(Where(LogicalAnd(positive, IsFinite(mu)), Max(mu, zero), zero))
+}
+
+// noiseTolerance returns the tolerance of CGSettings.StopAtNoise: the relative standard deviation
+// √(ν/(1 + ν)) = 1/√(1 + 1/ν) of a batch gradient whose noise-to-signal ratio is ν (0 for ν = 0),
+// with ν capped at 1 as the damping's floor caps it (LMDamping): at most 1/√2, so that CG takes a
+// step on a batch whose gradient is indistinguishable from noise.
+func noiseTolerance(nu *Node) *Node {
+	return Rsqrt(OneMinus(Neg(Reciprocal(Min(nu, OnesLike(nu))))))
+}
+
+// gradientNoise returns the noise-to-signal ratio of the batch gradient along its own direction,
+//
+//	ν = v / (ā² − v),      v = s²/b,
+//
+// from c (b), the examples' gradients along that direction up to one common factor: ā and s² are
+// their mean and sample variance, ā² estimates the squared norm of the batch gradient plus the
+// variance v of its mean, and v/(ā² − v) is the estimated variance over the estimated squared norm
+// of the gradient's expectation. ν is +∞ when that estimate is not positive (the batch gradient
+// is indistinguishable from noise), and 0 for b = 1, where no variance can be estimated.
+func gradientNoise(c *Node) *Node {
+	b := c.Shape().Dim(0)
+	g, dtype := c.Graph(), c.DType()
+	if b < 2 {
+		return ScalarZero(g, dtype)
+	}
+	mean := ReduceAllMean(c)
+	v := DivScalar(ReduceAllSum(Square(Sub(c, mean))), float64(b)*float64(b-1))
+	signal := Sub(Square(mean), v)
+	positive := GreaterThan(signal, ZerosLike(signal))
+	nu := Where(positive, Div(v, Where(positive, signal, OnesLike(signal))), Scalar(g, dtype, math.Inf(1)))
+	return StopGradient(Where(IsNaN(nu), Scalar(g, dtype, math.Inf(1)), nu))
+}
+
+// stepDamping returns the damping telemetry of the step from w = lin.Params() to updated = w + αd
+// on the loss regularised by reg (nil for none). For an adaptive policy it measures ρ and sets
+// the next λ, kept (the state, lambdaState) when the step is not finite.
 func (o *gnOptimizer) stepDamping(lin Linearization, labels *Node, dir *Direction, alpha *Node, updated Vec,
 	lambdaState *Node, reg *regularisation) *StepDamping {
-	dtype := dir.Loss.DType()
-	lambda := o.c.s.scaledLambda(lambdaState, dir.Loss.Graph(), dtype, 1)
 	if !o.c.damping.Adaptive() {
-		return &StepDamping{Used: lambda, Next: lambda, Accepted: dir.Finite}
+		return &StepDamping{Used: dir.lambda, Next: dir.lambda, Curvature: dir.scale.curvature, Noise: dir.scale.noise,
+			Accepted: dir.Finite}
 	}
 	predicted, actual, trialLoss := measureStep(lin, labels, dir, alpha, updated, o.c.fgn, reg)
 	rho := gainRatio(predicted, actual)
 	decreased := GreaterOrEqual(actual, ZerosLike(actual))
+	state := ConvertDType(lambdaState, dir.lambda.DType())
 	return &StepDamping{
-		Used:      lambda,
-		Next:      keepUnless(dir.Finite, o.c.damping.Next(lambda, rho), lambda),
+		Used:      dir.lambda,
+		Next:      keepUnless(dir.Finite, o.c.damping.Next(dir.lambda, rho), state),
+		Curvature: dir.scale.curvature,
+		Noise:     dir.scale.noise,
 		Predicted: predicted,
 		Actual:    actual,
 		Rho:       rho,

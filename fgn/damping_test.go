@@ -29,9 +29,9 @@ var lmCases = []struct {
 
 // lmStep is one optimizer step's telemetry, with the flattened direction and parameters.
 type lmStep struct {
-	loss, lambda, next, predicted, actual, rho float64
-	accepted                                   bool
-	d, before, after                           []float64
+	loss, lambda, next, mu, nu, predicted, actual, rho float64
+	accepted                                           bool
+	d, before, after                                   []float64
 }
 
 // lmSteps runs n steps of opt (an adaptive policy) on the problem's batch.
@@ -41,7 +41,8 @@ func (m *optModel) lmSteps(t *testing.T, opt Optimizer, p *problem, n int) []lmS
 		scope.Store().SetTraining(h.Graph(), true) // a step graph: the variables are its inputs
 		dir := opt.UpdateGraphWithLinearization(scope, m.lin(h), labels)
 		dd := dir.Damping
-		return []*Node{dir.Loss, dd.Used, dd.Next, dd.Predicted, dd.Actual, dd.Rho, flattenVec(dir.D), dd.Accepted}
+		return []*Node{dir.Loss, dd.Used, dd.Next, dd.Curvature, dd.Noise, dd.Predicted, dd.Actual, dd.Rho,
+			flattenVec(dir.D), dd.Accepted}
 	})
 	steps := make([]lmStep, n)
 	for k := range steps {
@@ -50,12 +51,12 @@ func (m *optModel) lmSteps(t *testing.T, opt Optimizer, p *problem, n int) []lmS
 		if err != nil {
 			t.Fatalf("step %d: %+v", k, err)
 		}
-		v := make([]float64, 6)
+		v := make([]float64, 8)
 		for i := range v {
 			v[i] = flat64(out[i])[0]
 		}
-		steps[k] = lmStep{loss: v[0], lambda: v[1], next: v[2], predicted: v[3], actual: v[4], rho: v[5],
-			d: flat64(out[6]), accepted: tensors.ToScalar[bool](out[7]), before: before, after: m.flatParams()}
+		steps[k] = lmStep{loss: v[0], lambda: v[1], next: v[2], mu: v[3], nu: v[4], predicted: v[5], actual: v[6],
+			rho: v[7], d: flat64(out[8]), accepted: tensors.ToScalar[bool](out[9]), before: before, after: m.flatParams()}
 	}
 	return steps
 }
@@ -89,6 +90,8 @@ func batchLoss(t *testing.T, p *problem, mlp bool, w []float64) float64 {
 }
 
 // TestLMDecreasesMatchDense checks an LM step's telemetry against float64 dense references: the
+// curvature scale μ = gᵀH g/‖g‖², the gradient noise ν from the examples' gradients along g, the
+// damping max(λ, κμ·min(ν, 1)) the step was solved with, the
 // predicted decrease −(α gᵀd + ½α² dᵀH d) with g and H = H_FGN or H_GGN from the dense forms (newDense), the
 // actual decrease L(w) − L(w + αd) evaluated at the stepped parameters, and ρ their ratio.
 func TestLMDecreasesMatchDense(t *testing.T) {
@@ -104,13 +107,20 @@ func TestLMDecreasesMatchDense(t *testing.T) {
 			if !opt.(*gnOptimizer).c.fgn {
 				h = dn.ggn
 			}
-			var gd, dhd float64
+			var gd, dhd, gg, ghg float64
 			for i := range dn.d {
 				gd += dn.grad[i] * s.d[i]
+				gg += dn.grad[i] * dn.grad[i]
 				for j := range dn.d {
 					dhd += s.d[i] * h[i*dn.d+j] * s.d[j]
+					ghg += dn.grad[i] * h[i*dn.d+j] * dn.grad[j]
 				}
 			}
+			check(t, "curvature scale μ vs dense gᵀHg/‖g‖²", math.Abs(s.mu-ghg/gg)/(ghg/gg), 1e-10)
+			nu := denseNoise(dn, p.b)
+			check(t, "gradient noise ν vs dense", math.Abs(s.nu-nu)/nu, 1e-10)
+			wantLambda := math.Max(lambda, LevenbergMarquardt().NoiseFloor*ghg/gg*math.Min(nu, 1))
+			check(t, "damping solved with vs max(λ, κμ)", math.Abs(s.lambda-wantLambda)/wantLambda, 1e-10)
 			predicted := -(alpha*gd + 0.5*alpha*alpha*dhd)
 			check(t, "predicted decrease vs dense", math.Abs(s.predicted-predicted)/math.Abs(predicted), 1e-10)
 			trial := make([]float64, len(s.before))
@@ -121,9 +131,8 @@ func TestLMDecreasesMatchDense(t *testing.T) {
 			actual := l0 - batchLoss(t, p, tc.mlp, trial)
 			check(t, "actual decrease vs float64 evaluation (relative to the loss)", math.Abs(s.actual-actual)/l0, 1e-13)
 			check(t, "ρ vs actual/predicted", math.Abs(s.rho-s.actual/s.predicted)/math.Abs(s.rho), 1e-15)
-			if s.lambda != lambda || !s.accepted {
-				t.Errorf("first step: λ %g accepted %v, want λ %g and a step that decreases the loss (actual %g)",
-					s.lambda, s.accepted, lambda, s.actual)
+			if !s.accepted {
+				t.Errorf("first step rejected, want a step that decreases the loss (actual %g)", s.actual)
 			}
 		})
 	}
@@ -144,18 +153,20 @@ func illConditioned() *problem {
 
 // TestLMAdapts runs many LM steps with a large step size from a small λ on an ill-conditioned
 // batch and checks, step by step, that λ follows the update rule of LMDamping exactly (it goes up
-// after a bad step and down after good ones, both of which occur), that every accepted step does
+// after a bad step and down after good ones, and is raised to its curvature floor, all of which
+// occur), that every accepted step does
 // not increase the batch loss, and that a rejected step leaves every parameter bit-identical.
 func TestLMAdapts(t *testing.T) {
 	const steps = 60
 	p := illConditioned()
 	policy := LevenbergMarquardt()
+	flooredSteps := 0
 	for _, tc := range lmCases {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newOptModel(p, tc.mlp, false)
-			opt := tc.opt().LearningRate(1.5).Damping(1e-2).CGMaxIterations(20).DampingPolicy(policy).Done()
+			opt := tc.opt().LearningRate(2).Damping(1e-2).CGMaxIterations(20).DampingPolicy(policy).Done()
 			trace := m.lmSteps(t, opt, p, steps)
-			var ups, downs, rejected int
+			var ups, downs, rejected, floored int
 			worst := 0.0 // largest relative loss increase over accepted steps
 			for k, s := range trace {
 				want := s.lambda
@@ -170,8 +181,16 @@ func TestLMAdapts(t *testing.T) {
 				if s.next != want {
 					t.Errorf("step %d: ρ %g, λ %g → %g, want %g", k, s.rho, s.lambda, s.next, want)
 				}
-				if k+1 < steps && trace[k+1].lambda != s.next {
-					t.Errorf("step %d solved with λ %g, the previous step set %g", k+1, trace[k+1].lambda, s.next)
+				if k+1 < steps {
+					next := trace[k+1]
+					floor := policy.NoiseFloor * next.mu * math.Min(next.nu, 1)
+					if floor > s.next {
+						floored++
+					}
+					if want := math.Max(s.next, floor); math.Abs(next.lambda-want) > 1e-15*want {
+						t.Errorf("step %d solved with λ %g, want max(%g set by the previous step, κμ·min(ν, 1) = %g·%g·%g)",
+							k+1, next.lambda, s.next, policy.NoiseFloor, next.mu, math.Min(next.nu, 1))
+					}
 				}
 				if s.accepted != (s.actual >= 0) {
 					t.Errorf("step %d: accepted %v with actual decrease %g", k, s.accepted, s.actual)
@@ -187,17 +206,22 @@ func TestLMAdapts(t *testing.T) {
 					worst = math.Max(worst, (trace[k+1].loss-s.loss)/s.loss)
 				}
 			}
-			t.Logf("%d steps: λ up %d, down %d, %d rejected; loss %.6g → %.6g, λ %g → %g", steps, ups, downs,
-				rejected, trace[0].loss, trace[steps-1].loss, trace[0].lambda, trace[steps-1].next)
+			t.Logf("%d steps: λ up %d, down %d, raised to the floor %d, %d rejected; loss %.6g → %.6g, λ %g → %g",
+				steps, ups, downs, floored, rejected, trace[0].loss, trace[steps-1].loss, trace[0].lambda,
+				trace[steps-1].next)
 			check(t, "largest relative loss increase over accepted steps", math.Max(worst, 0), 1e-14)
 			if ups == 0 || downs == 0 || rejected == 0 {
 				t.Errorf("λ went up %d and down %d times with %d rejected steps: the problem no longer exercises "+
 					"the policy, make it harder", ups, downs, rejected)
 			}
+			flooredSteps += floored
 			if !(trace[steps-1].loss < trace[0].loss) {
 				t.Errorf("the loss did not decrease: %g → %g", trace[0].loss, trace[steps-1].loss)
 			}
 		})
+	}
+	if flooredSteps == 0 {
+		t.Errorf("no step was raised to the curvature floor: the problem no longer exercises it, make it harder")
 	}
 }
 
@@ -280,4 +304,64 @@ func TestDampingErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("LM with a Linearization without LogitsAt: error %v, want one containing %q", err, want)
 	}
+}
+
+// TestLMTelemetryState checks the telemetry an adaptive policy keeps in state variables for
+// callers without the step's Direction (train.Trainer): after each LM step of TestLMAdapts's
+// problem, "gain_ratio" holds that step's ρ (bit for bit, NaN included) and "rejected_steps" the
+// number of steps rejected so far.
+func TestLMTelemetryState(t *testing.T) {
+	const steps = 12
+	p := illConditioned()
+	for _, tc := range lmCases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newOptModel(p, tc.mlp, false)
+			c := tc.opt().LearningRate(3).Damping(1e-2).CGMaxIterations(20)
+			opt := c.Done()
+			scope := "/" + c.scopeName + "/"
+			rejected := int64(0)
+			for k := range steps {
+				s := m.lmSteps(t, opt, p, 1)[0]
+				if !s.accepted {
+					rejected++
+				}
+				rho := flat64(m.store.GetVariable(scope + "gain_ratio").MustValue())[0]
+				n := tensors.ToScalar[int64](m.store.GetVariable(scope + "rejected_steps").MustValue())
+				if !(rho == s.rho || math.IsNaN(rho) && math.IsNaN(s.rho)) || n != rejected {
+					t.Errorf("step %d: gain_ratio %g, rejected_steps %d; want the step's ρ %g and %d", k, rho, n, s.rho, rejected)
+				}
+			}
+			if rejected == 0 {
+				t.Errorf("no step of %d was rejected: the test does not see rejected_steps count", steps)
+			}
+		})
+	}
+}
+
+// denseNoise returns the gradient noise ν = v/(ā² − v) of the batch from the dense margin
+// Jacobian: the examples' gradients of the mean cross-entropy, p_†,i J_i (eq. 2.11), taken along
+// the batch gradient g, have mean ā = ‖g‖ and sample variance s², v = s²/b (+∞ when ā² ≤ v).
+func denseNoise(dn denseOut, b int) float64 {
+	gg := 0.0
+	for _, x := range dn.grad {
+		gg += x * x
+	}
+	norm := math.Sqrt(gg)
+	a := make([]float64, b)
+	var mean float64
+	for i := range a {
+		for k := range dn.d {
+			a[i] += dn.pDagger[i] * dn.js[i*dn.d+k] * dn.grad[k] / norm
+		}
+		mean += a[i] / float64(b)
+	}
+	var s2 float64
+	for _, x := range a {
+		s2 += (x - mean) * (x - mean) / float64(b-1)
+	}
+	v := s2 / float64(b)
+	if mean*mean <= v {
+		return math.Inf(1)
+	}
+	return v / (mean*mean - v)
 }

@@ -41,6 +41,11 @@ type Direction struct {
 	// for a direction computed from a linearisation given by the caller.
 	Linearization LinearizationKind
 
+	// lambda is the damping λ the direction was solved with; scale what the step measured of its
+	// batch to choose it.
+	lambda *Node
+	scale  batchScale
+
 	// rowRHS is, for FGN, the right-hand side of the whitened row system that Solution
 	// approximately solves: r̃ = Q'^{-1/2} r (eq. 4.6, √q'_i = max(√q_i, ν), see FGNDirection); nil
 	// for SGN.

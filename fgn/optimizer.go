@@ -2,6 +2,7 @@ package fgn
 
 import (
 	"fmt"
+	"math"
 	"path"
 	"slices"
 	"strings"
@@ -139,7 +140,8 @@ func (c *GNConfig) Damping(lambda float64) *GNConfig { c.s.Damping = lambda; ret
 
 // DampingPolicy sets how λ evolves from step to step (default LevenbergMarquardt; the paper's is
 // ConstantDamping). An adaptive policy keeps λ in the state variable "damping" under the
-// optimizer's scope.
+// optimizer's scope, and its telemetry beside it: "gain_ratio" (the last step's ρ) and
+// "rejected_steps".
 func (c *GNConfig) DampingPolicy(p DampingPolicy) *GNConfig { c.damping = p; return c }
 
 // CGMaxIterations sets the CG iteration cap (default 5).
@@ -147,6 +149,10 @@ func (c *GNConfig) CGMaxIterations(n int) *GNConfig { c.s.CG.MaxIterations = n; 
 
 // CGTolerance sets the CG relative residual tolerance (default 1e-5).
 func (c *GNConfig) CGTolerance(tol float64) *GNConfig { c.s.CG.Tolerance = tol; return c }
+
+// CGStopAtNoise sets whether CG stops once its residual is below the batch gradient's noise
+// (default true; see CGSettings.StopAtNoise). The paper's CG (PaperSettings) does not.
+func (c *GNConfig) CGStopAtNoise(on bool) *GNConfig { c.s.CG.StopAtNoise = on; return c }
 
 // CGStoppingRule sets FGN's CG stopping rule (default StopParameterResidual; the paper's
 // Algorithm 1 is StopWhitenedRowResidual). SGN's parameter-space CG has one rule.
@@ -279,11 +285,15 @@ func (o *gnOptimizer) step(scope *model.Scope, lin Linearization, labels *Node, 
 		lambda = o.dampingState(scope, dtype)
 		lambdaState = lambda.NodeValue(g)
 	}
+	var damping dampingFn
+	if lambdaState != nil {
+		damping = func(s batchScale) *Node { return o.c.damping.Damping(lambdaState, s.curvature, s.noise) }
+	}
 	var dir *Direction
 	if o.c.fgn {
-		dir = fgnDirection(lin, labels, first(x0), o.c.s, lambdaState, reg)
+		dir = fgnDirection(lin, labels, first(x0), o.c.s, damping, reg)
 	} else {
-		dir = sgnDirection(lin, labels, x0, o.c.s, lambdaState, reg)
+		dir = sgnDirection(lin, labels, x0, o.c.s, damping, reg)
 	}
 	// The step size is taken as 0 unless the direction is finite. keepUnless below is what
 	// discards a non-finite step (0·NaN is NaN); this makes the scaling α d wait for Finite's
@@ -296,7 +306,7 @@ func (o *gnOptimizer) step(scope *model.Scope, lin Linearization, labels *Node, 
 	}
 	dir.Damping = o.stepDamping(lin, labels, dir, alpha, updated, lambdaState, reg)
 	// A step not taken (not finite, or rejected by an adaptive damping policy) changes nothing
-	// but an adaptive policy's λ.
+	// but an adaptive policy's λ and the telemetry (recordGainRatio, the skipped steps).
 	for k, v := range warm {
 		v.SetNodeValue(keepUnless(dir.Damping.Accepted, StopGradient(dir.Solution[k]), x0[k]))
 	}
@@ -305,11 +315,28 @@ func (o *gnOptimizer) step(scope *model.Scope, lin Linearization, labels *Node, 
 	}
 	if lambda != nil {
 		lambda.SetNodeValue(dir.Damping.Next)
+		o.recordGainRatio(scope.Store(), dir)
 	}
 	skipped := o.skippedStepsVar(scope.Store())
 	count := skipped.NodeValue(g)
 	skipped.SetNodeValue(Where(dir.Finite, count, AddScalar(count, 1)))
 	return dir
+}
+
+// recordGainRatio keeps an adaptive policy's telemetry in state variables beside "damping" under
+// the optimizer's scope, for callers that step through UpdateGraph (train.Trainer), which returns
+// no Direction: "gain_ratio", the last step's ρ (NaN when the step was not finite or its model
+// predicted no decrease), and "rejected_steps", the int64 count of finite steps the policy
+// rejected, since the state was created or cleared.
+func (o *gnOptimizer) recordGainRatio(store *model.Store, dir *Direction) {
+	scope := store.Scope(path.Join("/", o.c.scopeName))
+	rho := dir.Damping.Rho
+	v := scope.VariableWithValue("gain_ratio", shapes.CastAsDType(math.NaN(), rho.DType())).SetTrainable(false)
+	v.SetNodeValue(Where(dir.Finite, rho, Scalar(rho.Graph(), rho.DType(), math.NaN())))
+	rejected := scope.WithInitializer(initializer.Zero).VariableWithShape("rejected_steps", shapes.Make(dtypes.Int64)).
+		SetTrainable(false)
+	count := rejected.NodeValue(rho.Graph())
+	rejected.SetNodeValue(Where(LogicalAnd(dir.Finite, LogicalNot(dir.Damping.Accepted)), AddScalar(count, 1), count))
 }
 
 // skippedStepsVar returns the counter of SkippedSteps, created as 0 on first use.

@@ -27,6 +27,7 @@ const (
 	ParamCGMaxIterations = "fgn_cg_max_iterations" // int: CGSettings.MaxIterations
 	ParamCGTolerance     = "fgn_cg_tolerance"      // float64: CGSettings.Tolerance
 	ParamCGStoppingRule  = "fgn_cg_stopping_rule"  // string or StoppingRule: "parameter" or "whitened-row"
+	ParamCGStopAtNoise   = "fgn_cg_stop_at_noise"  // bool: CGSettings.StopAtNoise
 	ParamRowOperator     = "fgn_row_operator"      // string or RowOperator: "cheaper", "closed-form-gram" or "matrix-free"
 	ParamWarmStart       = "fgn_warm_start"        // bool: Settings.WarmStart
 	ParamSaturationFloor = "fgn_saturation_floor"  // float64: Settings.SaturationFloor
@@ -58,6 +59,7 @@ func DeclareParams(store *model.Store) {
 		ParamCGMaxIterations: s.CG.MaxIterations,
 		ParamCGTolerance:     s.CG.Tolerance,
 		ParamCGStoppingRule:  s.CG.StoppingRule.String(),
+		ParamCGStopAtNoise:   s.CG.StopAtNoise,
 		ParamRowOperator:     text(s.RowOperator),
 		ParamWarmStart:       s.WarmStart,
 		ParamSaturationFloor: s.SaturationFloor,
@@ -91,6 +93,7 @@ func (c *GNConfig) FromScope(scope *model.Scope) *GNConfig {
 	c.s.CG.MaxIterations = model.GetParamOr(scope, ParamCGMaxIterations, c.s.CG.MaxIterations)
 	c.s.CG.Tolerance = model.GetParamOr(scope, ParamCGTolerance, c.s.CG.Tolerance)
 	c.s.CG.StoppingRule = model.GetParamOr(scope, ParamCGStoppingRule, c.s.CG.StoppingRule)
+	c.s.CG.StopAtNoise = model.GetParamOr(scope, ParamCGStopAtNoise, c.s.CG.StopAtNoise)
 	c.s.RowOperator = model.GetParamOr(scope, ParamRowOperator, c.s.RowOperator)
 	c.s.WarmStart = model.GetParamOr(scope, ParamWarmStart, c.s.WarmStart)
 	c.s.SaturationFloor = model.GetParamOr(scope, ParamSaturationFloor, c.s.SaturationFloor)

@@ -202,7 +202,7 @@ func TestRegularizedStepMatchesDense(t *testing.T) {
 		}
 	}
 	exact := func(c *GNConfig) *GNConfig {
-		return c.Damping(lambda).LearningRate(1).CGMaxIterations(60).CGTolerance(1e-14).DampingPolicy(ConstantDamping{})
+		return c.Damping(lambda).LearningRate(1).CGMaxIterations(60).CGTolerance(1e-14).CGStopAtNoise(false).DampingPolicy(ConstantDamping{})
 	}
 	assemblies := []struct {
 		name string

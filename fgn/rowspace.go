@@ -99,9 +99,14 @@ func FGNDirection(lin Linearization, labels, u0 *Node, cfg Settings) *Direction 
 	return fgnDirection(lin, labels, u0, cfg, nil, nil)
 }
 
-// fgnDirection is FGNDirection with the damping λ given by the scalar node lambda, an adaptive
-// policy's state, when not nil (cfg.Damping otherwise), for the loss L = (1/b)Σφ(s_i) + R with the
-// regulariser reg (nil for none).
+// fgnDirection is FGNDirection with the damping λ chosen by damping from the batch's curvature
+// scale μ and gradient noise ν (batchScale) when damping is not nil (cfg.Damping otherwise), for
+// the loss L = (1/b)Σφ(s_i) + R with the regulariser reg (nil for none).
+//
+// μ and ν cost no product without a regulariser: K r̃ = b J̃ g is the product of CG's first
+// iteration, which starts from p_0 = r̃ and takes it (cgSystem.rhsProduct); with a warm start it
+// costs one JVP (matrix-free). With a regulariser the operator depends on λ, so they cost a VJP
+// and a JVP of their own (regularisedScale).
 //
 // With a regulariser the damped system is (J̃ᵀJ̃/b + Λ) d = −(J̃ᵀr̃/b + g_R), Λ = λI + D = λM
 // (g_R = ∇R, D the Hessian of R's L2 terms, see regularisation). By the push-through identity
@@ -115,7 +120,7 @@ func FGNDirection(lin Linearization, labels, u0 *Node, cfg Settings) *Direction 
 // iterate u with residual e = r̃ − t − (bλI + J̃M⁻¹J̃ᵀ)u, (H + Λ)d + g = J̃ᵀe/b as without a
 // regulariser; the parameter stopping rule measures it in the M⁻¹-norm, ‖L e‖ = ‖M^{-1/2}J̃ᵀe‖,
 // relative to its value at u = 0 (d₀ = −Λ⁻¹g_R; the gradient's norm ‖J̃ᵀr̃‖ without regulariser).
-func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, lambda *Node, reg *regularisation) *Direction {
+func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dampingFn, reg *regularisation) *Direction {
 	cfg.mustValidateSolve()
 	m := NewMargin(lin.Logits(), labels)
 	j := marginJacobian{lin: lin, gradS: m.GradS}
@@ -124,7 +129,6 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, lambda *Nod
 	b := m.S.Shape().Dim(0)
 	w := newWhitening(m, cfg.floor(dtype))
 	sys := cgSystem{
-		shift:         cfg.scaledLambda(lambda, g, dtype, float64(b)),
 		rhs:           Vec{w.rTilde},
 		x0:            rowStart(u0),
 		gradientStart: w.saturated,
@@ -133,13 +137,25 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, lambda *Nod
 	if !paramRule {
 		sys.refNorm2 = vecDot(Vec{w.refRTilde}, Vec{w.refRTilde})
 	}
+	var scale batchScale
+	if reg != nil && damping != nil {
+		scale = regularisedScale(j, m, w, reg)
+	}
+	// With no regulariser the operator does not depend on λ: its product K r̃ gives μ and ν
+	// (rowScale) before λ is chosen, and CG's first iteration takes it. It is formed when CG starts
+	// from zero (which makes it anyway) or when damping or the stopping rule needs μ and ν.
+	stopAtNoise := cfg.CG.StopAtNoise && paramRule
+	rowProduct := reg == nil && (u0 == nil || damping != nil || stopAtNoise)
+	var lam *Node // λ, known here unless it waits for K r̃ (rowProduct)
+	if !rowProduct {
+		lam = cfg.damping(damping, scale, g, dtype)
+	}
 	// unwhitenedRHS is Q'^{1/2} times the right-hand side: r, or r − Q'^{1/2}t with a regulariser.
 	unwhitenedRHS := m.PDagger
 	// invM and sqrtInvM hold 1/m_k and 1/√m_k per parameter, nil where m_k = 1; gradStep is
 	// M⁻¹g_R/λ, the regulariser's part of −d (nil without one).
 	var invM, sqrtInvM, gradStep Vec
 	if reg != nil {
-		lam := cfg.scaledLambda(lambda, g, dtype, 1)
 		invM = reg.inverseMetric(lam)
 		sqrtInvM = make(Vec, len(invM))
 		for k, x := range invM {
@@ -174,6 +190,9 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, lambda *Nod
 			sys.curvatureNorm = true
 			sys.refNorm2 = ReduceAllSum(Mul(unwhitenedRHS, MatMul(gram, unwhitenedRHS)))
 		}
+		if rowProduct {
+			sys.rhsProduct = sys.curvature(sys.rhs)
+		}
 		// d = −M⁻¹(g_R/λ + J̃ᵀu) = −M⁻¹(g_R/λ + Jᵀ(Q'^{1/2}u)), with Q'^{1/2}u₀ = Q'^{1/2}rhs/(bλ)
 		// after a gradient start: the sign goes into the b-vector, not over the parameter-space
 		// result.
@@ -195,14 +214,62 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, lambda *Nod
 			sys.curvatureNorm = true
 			sys.refNorm2 = vecDot(sys.factorRHS, sys.factorRHS)
 		}
+		if rowProduct {
+			sys.rhsProduct = sys.cofactor(sys.factorRHS)
+		}
 		backProject = func(sol cgResult) Vec {
 			return subtract(vecScale(Scalar(g, dtype, -1), scaleEach(sol.LX, sqrtInvM)), gradStep)
 		}
 	}
+	if rowProduct {
+		scale = rowScale(sys.rhs[0], sys.rhsProduct[0])
+		lam = cfg.damping(damping, scale, g, dtype)
+	}
+	sys.shift = MulScalar(lam, float64(b))
+	if stopAtNoise && scale.noise != nil {
+		sys.tolerance = noiseTolerance(scale.noise)
+	}
 	sol := solveCG(sys, cfg.CG, inLoop)
 	dir := newDirection(backProject(sol), m, sol)
 	dir.rowRHS = w.rTilde
+	dir.lambda, dir.scale = lam, scale
 	return dir
+}
+
+// rowScale returns FGN's batchScale from the right-hand side r̃ of the row system and its product
+// K r̃ = b J̃ g. With g = J̃ᵀr̃/b and H_FGN = J̃ᵀJ̃/b (eq. 3.8), gᵀH g = ‖K r̃‖²/b³ and ‖g‖² = r̃ᵀK r̃/b²;
+// example i's gradient along g is p_†,i J_i g/‖g‖ (eq. 2.11), with p_†,i J_i g = r̃_i (J̃g)_i =
+// r̃_i (K r̃)_i/b.
+func rowScale(rTilde, kr *Node) batchScale {
+	b := float64(rTilde.Shape().Dim(0))
+	return batchScale{
+		curvature: curvatureScale(ReduceAllSum(Square(kr)), MulScalar(ReduceAllSum(Mul(rTilde, kr)), b)),
+		noise:     gradientNoise(Mul(rTilde, kr)),
+	}
+}
+
+// regularisedScale returns FGN's batchScale for the regularised loss, along its gradient
+// g = J̃ᵀr̃/b + g_R: gᵀ(H_FGN + D)g = (1/b)Σ_i q'_i (J_i g)² + Σ_k D_k‖g_k‖², and example i's
+// gradient along g is (p_†,i J_i g + g_Rᵀg)/‖g‖ (the regulariser is every example's). It makes
+// one VJP (J̃ᵀr̃) and one JVP (J g).
+func regularisedScale(j marginJacobian, m *Margin, w whitening, reg *regularisation) batchScale {
+	b := float64(m.S.Shape().Dim(0))
+	grad := vecScale(Scalar(m.S.Graph(), m.S.DType(), 1/b), j.vjp(Mul(w.sqrtQ, w.rTilde)))
+	gradR := orZerosLike(reg.grad, grad)
+	for k := range grad {
+		grad[k] = Add(grad[k], gradR[k])
+	}
+	jg := j.jvp(grad)
+	curvature := DivScalar(ReduceAllSum(Mul(Square(w.sqrtQ), Square(jg))), b)
+	for k, dk := range reg.hessian {
+		if dk > 0 {
+			curvature = Add(curvature, MulScalar(ReduceAllSum(Square(grad[k])), dk))
+		}
+	}
+	return batchScale{
+		curvature: curvatureScale(curvature, vecDot(grad, grad)),
+		noise:     gradientNoise(Add(Mul(m.PDagger, jg), vecDot(gradR, grad))),
+	}
 }
 
 // closedFormGram returns lin as a GramLinearization when the row operator of s forms its Gram in

@@ -43,6 +43,16 @@ type CGSettings struct {
 	// StoppingRule is FGN's stopping rule. SGN's CG runs in parameter space, where both rules
 	// are the same test ‖(H_GGN + λI) d + g‖ ≤ Tolerance·‖g‖.
 	StoppingRule StoppingRule `json:"stopping_rule" yaml:"stopping_rule"`
+	// StopAtNoise raises the parameter-space residual's tolerance to the batch gradient's relative
+	// noise: CG stops once ‖(H + λI) d + g‖ ≤ max(Tolerance, √(ν/(1 + ν)))·‖g‖, ν ≤ 1 the
+	// noise-to-signal ratio of the gradient along itself (see DampingPolicy; capped at 1 as the
+	// damping's floor caps it), √(ν/(1 + ν)) ≤ 1/√2 the relative standard deviation of the batch
+	// gradient along that direction. A direction solved
+	// more exactly than the gradient it solves for is known costs products and buys nothing: an
+	// inexact Newton step whose forcing term is the gradient's noise. It applies where the step
+	// measures ν (an adaptive damping policy, or CG started from zero) and to the
+	// StopParameterResidual rule; the whitened-row rule keeps Tolerance.
+	StopAtNoise bool `json:"stop_at_noise,omitempty" yaml:"stop_at_noise,omitempty"`
 }
 
 // DefaultSettings returns this library's defaults, those of FGN() and SGN(): step size α = 1 (the
@@ -51,7 +61,7 @@ type CGSettings struct {
 // with tolerance 1e-5 (the paper's; sec. 5, app. F.2), CG stopped on the parameter-space residual
 // (StopParameterResidual) rather than on Algorithm 1's whitened row residual, which a batch of
 // confidently misclassified examples meets after one iteration far from the solution (see
-// StopWhitenedRowResidual). The row operator is CheaperRowOperator (the closed-form Gram or the
+// StopWhitenedRowResidual), and no more exactly than the batch gradient is known (StopAtNoise). The row operator is CheaperRowOperator (the closed-form Gram or the
 // matrix-free products, whichever costs less for the step's shapes), the saturation floor the
 // dtype's default, no warm start. The model-zoo sweep of experiments/zoo chose α (BENCHMARKS.md).
 func DefaultSettings() Settings {
@@ -59,6 +69,7 @@ func DefaultSettings() Settings {
 	s.LearningRate = 1
 	s.CG.StoppingRule = StopParameterResidual
 	s.RowOperator = CheaperRowOperator
+	s.CG.StopAtNoise = true
 	return s
 }
 

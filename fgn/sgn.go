@@ -12,49 +12,67 @@ func SGNDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings) *Direct
 	return sgnDirection(lin, labels, x0, cfg, nil, nil)
 }
 
-// sgnDirection is SGNDirection with the damping λ given by the scalar node lambda, an adaptive
-// policy's state, when not nil (cfg.Damping otherwise), for the loss L = (1/b)Σφ(s_i) + R with the
-// regulariser reg (nil for none): (H_GGN + D + λI) d = −(g + g_R), D the Hessian of R's L2 terms
-// added to the product and g_R = ∇R to the right-hand side (see regularisation).
-func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, lambda *Node, reg *regularisation) *Direction {
+// sgnDirection is SGNDirection with the damping λ chosen by damping from the batch's curvature
+// scale μ = gᵀ(H_GGN + D)g/‖g‖² and gradient noise ν (batchScale) when damping is not nil
+// (cfg.Damping otherwise), for the loss L = (1/b)Σφ(s_i) + R with the regulariser reg (nil for
+// none): (H_GGN + D + λI) d = −(g + g_R), D the Hessian of R's L2 terms added to the product and
+// g_R = ∇R to the right-hand side (see regularisation). (H_GGN + D) g is the product of CG's first
+// iteration, which starts from p_0 = −g and takes it (cgSystem.rhsProduct), and ν comes from its
+// JVP; with a warm start they cost one product more.
+func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, damping dampingFn, reg *regularisation) *Direction {
 	cfg.mustValidateSolve()
 	m := NewMargin(lin.Logits(), labels)
-	g := m.S.Graph()
-	dtype := m.S.DType()
 	b := float64(m.S.Shape().Dim(0))
 	probs := Softmax(lin.Logits(), -1)
 	// −g = Jᵀ(y − p)/b: the scale and sign go into the b×C cotangent.
 	negGrad := lin.VJP(MulScalar(Sub(m.OneHot, probs), 1/b))
-	op := ggnOperator(lin, probs, cfg.scaledLambda(lambda, g, dtype, 1))
 	if reg != nil {
 		negGrad = subtract(negGrad, reg.grad)
-		ggn := op
-		op = func(v Vec) Vec {
-			out := ggn(v)
+	}
+	// product returns (H_GGN + D) v from m = J_z v.
+	product := func(v Vec, m *Node) Vec {
+		out := ggnFromJVP(lin, probs, m)
+		if reg != nil {
 			for k, dk := range reg.hessian {
 				if dk > 0 {
 					out[k] = Add(out[k], MulScalar(v[k], dk))
 				}
 			}
-			return out
 		}
+		return out
 	}
-	sol := solveCG(cgSystem{curvature: op, rhs: negGrad, x0: x0}, cfg.CG, inWhileLoop(lin))
-	return newDirection(sol.X, m, sol)
+	sys := cgSystem{curvature: func(v Vec) Vec { return product(v, lin.JVP(v)) }, rhs: negGrad, x0: x0}
+	var scale batchScale
+	if x0 == nil || damping != nil || cfg.CG.StopAtNoise {
+		jz := lin.JVP(negGrad)
+		sys.rhsProduct = product(negGrad, jz)
+		scale.curvature = curvatureScale(vecDot(negGrad, sys.rhsProduct), vecDot(negGrad, negGrad))
+		// Example i's gradient of L along −g is ∇_z ℓ_iᵀ(J_z v)_i + g_Rᵀv = (p_i − y_i)ᵀ(J_z v)_i + g_Rᵀv
+		// for v = −g (eq. 2.11).
+		along := ReduceSum(Mul(Sub(probs, m.OneHot), jz), -1)
+		if reg != nil {
+			along = Add(along, vecDot(orZerosLike(reg.grad, negGrad), negGrad))
+		}
+		scale.noise = gradientNoise(along)
+	}
+	sys.shift = cfg.damping(damping, scale, m.S.Graph(), m.S.DType())
+	if cfg.CG.StopAtNoise && scale.noise != nil {
+		sys.tolerance = noiseTolerance(scale.noise)
+	}
+	sol := solveCG(sys, cfg.CG, inWhileLoop(lin))
+	dir := newDirection(sol.X, m, sol)
+	dir.lambda, dir.scale = sys.shift, scale
+	return dir
 }
 
-// ggnOperator returns the damped full softmax GGN-vector product used by SGN,
+// ggnFromJVP returns the full softmax GGN-vector product used by SGN,
 //
-//	v ↦ (1/b) J_zᵀ (diag(p) - p pᵀ) J_z v + λ v        (eq. 3.1, batched),
+//	v ↦ (1/b) J_zᵀ (diag(p) - p pᵀ) J_z v        (eq. 3.1, batched),
 //
-// where the softmax covariance is applied per example as p⊙m - p (pᵀm), m = J_z v.
-// probs are the softmax probabilities (b×C).
-func ggnOperator(lin Linearization, probs, lambda *Node) func(v Vec) Vec {
-	invB := 1.0 / float64(probs.Shape().Dim(0))
-	return func(v Vec) Vec {
-		m := lin.JVP(v)
-		pm := Mul(probs, m)
-		cov := MulScalar(Sub(pm, Mul(probs, ExpandAxes(ReduceSum(pm, -1), -1))), invB)
-		return vecAxpy(lin.VJP(cov), lambda, v)
-	}
+// from m = J_z v, where the softmax covariance is applied per example as p⊙m - p (pᵀm). probs are
+// the softmax probabilities (b×C).
+func ggnFromJVP(lin Linearization, probs, m *Node) Vec {
+	pm := Mul(probs, m)
+	cov := MulScalar(Sub(pm, Mul(probs, ExpandAxes(ReduceSum(pm, -1), -1))), 1/float64(probs.Shape().Dim(0)))
+	return lin.VJP(cov)
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/fgn-paper/fgn/internal/ref"
 )
@@ -132,9 +134,10 @@ func TestStoppingRuleHardBatches(t *testing.T) {
 		})
 	}
 
-	// The library's defaults (5 iterations, tolerance 1e-5): under the parameter-residual rule
-	// FGN's step is as close to the exact FGN step as SGN's to the exact GGN step (within 10×);
-	// under the whitened-row rule, on the same budget, it stops 100× farther away.
+	// The library's defaults (5 iterations, tolerance 1e-5; not StopAtNoise, whose tolerance this
+	// deterministic comparison does not want): under the parameter-residual rule FGN's step is as
+	// close to the exact FGN step as SGN's to the exact GGN step (within 10×); under the
+	// whitened-row rule, on the same budget, it stops 100× farther away.
 	ggnWant := denseSolve(t, dn.ggn, dn.d, lambda, scaled(dn.grad, -1))
 	for _, tc := range []struct {
 		rule   StoppingRule
@@ -142,7 +145,7 @@ func TestStoppingRuleHardBatches(t *testing.T) {
 	}{{StopParameterResidual, true}, {StopWhitenedRowResidual, false}} {
 		t.Run("defaults/"+tc.rule.String(), func(t *testing.T) {
 			cfg := DefaultSettings()
-			cfg.CG.StoppingRule = tc.rule
+			cfg.CG.StoppingRule, cfg.CG.StopAtNoise = tc.rule, false
 			d, iters, _ := solve(t, paths[0].dir, cfg, dtypes.Float64)
 			sgn := run(t, func(in []*Node) []*Node {
 				return []*Node{flattenVec(SGNDirection(affineLin(in), in[1], nil, cfg).D)}
@@ -189,4 +192,48 @@ func unwhitenedRowResidual(t *testing.T, p *problem, dn denseOut, lambda float64
 		num[i] = math.Sqrt(dn.q[i]) * e
 	}
 	return norm(num) / norm(dn.pDagger)
+}
+
+// TestCGStopsAtNoise checks CGSettings.StopAtNoise on FGN's and SGN's assemblies: an LM step with
+// it stops CG where a step at the same λ with the tolerance √(ν/(1 + ν)), ν ≤ 1, computed on the
+// host from the gradient noise the step reports, stops, with the same direction; and the noise lets CG
+// stop before its cap on some assembly.
+func TestCGStopsAtNoise(t *testing.T) {
+	const maxIter = 20
+	p := illConditioned()
+	early := 0
+	for _, tc := range lmCases {
+		t.Run(tc.name, func(t *testing.T) {
+			step := func(opt Optimizer) (d []float64, iters int32, lambda, nu float64) {
+				m := newOptModel(p, tc.mlp, false)
+				exec := model.MustNewExec(testBackend, m.store, func(scope *model.Scope, h, labels *Node) []*Node {
+					scope.Store().SetTraining(h.Graph(), true)
+					dir := opt.UpdateGraphWithLinearization(scope, m.lin(h), labels)
+					return []*Node{flattenVec(dir.D), dir.Iterations, dir.Damping.Used, dir.Damping.Noise}
+				})
+				out, err := exec.Call(p.h, p.labels)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return flat64(out[0]), tensors.ToScalar[int32](out[1]), flat64(out[2])[0], flat64(out[3])[0]
+			}
+			d, iters, lambda, nu := step(tc.opt().Damping(1e-3).CGMaxIterations(maxIter).Done())
+			capped := math.Min(nu, 1)
+			tol := math.Max(1e-5, math.Sqrt(capped/(1+capped)))
+			cfg := tc.opt().Settings()
+			cfg.Damping, cfg.CG.MaxIterations, cfg.CG.Tolerance, cfg.CG.StopAtNoise = lambda, maxIter, tol, false
+			want, wantIters, _, _ := step(tc.opt().WithSettings(cfg).DampingPolicy(ConstantDamping{}).Done())
+			t.Logf("ν %.3g: tolerance %.3g, %d iterations (cap %d)", nu, tol, iters, maxIter)
+			if iters != wantIters {
+				t.Errorf("stopped after %d iterations, at tolerance %.3g after %d", iters, tol, wantIters)
+			}
+			check(t, "direction vs CG at the noise tolerance (relative)", ref.RelErr(d, want), 1e-12)
+			if iters < maxIter {
+				early++
+			}
+		})
+	}
+	if early == 0 {
+		t.Errorf("CG reached its cap of %d on every assembly: the noise never stopped it", maxIter)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -253,10 +254,11 @@ func TestTrainerNonFiniteStep(t *testing.T) {
 			m := newOptModel(p, mdl.mlp, true)
 			gn := opt.Done()
 			trainer := train.NewTrainer(testBackend, m.store, m.logits, Loss, gn, nil, nil)
-			snapshot := func() map[string][]float64 { // the trainer's metrics and the step counters excluded
+			snapshot := func() map[string][]float64 { // the trainer's metrics and the step telemetry excluded
 				all := map[string][]float64{}
 				for v := range m.store.IterVariables() {
-					if !strings.HasPrefix(v.Path(), "/metrics/") && v.Path() != "/global_step" && v.Name() != "skipped_steps" {
+					if !strings.HasPrefix(v.Path(), "/metrics/") && v.Path() != "/global_step" &&
+						!slices.Contains([]string{"skipped_steps", "rejected_steps", "gain_ratio"}, v.Name()) {
 						all[v.Path()] = flat64(v.MustValue())
 					}
 				}

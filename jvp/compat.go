@@ -10,13 +10,14 @@ const (
 	// compatOpParams: GoMLX exposes an op's inputs (Node.Inputs) and a way to rebuild it
 	// (Node.CloneWithInputs), but not its static parameters (DotGeneral's axes, ReduceWindow's
 	// window, FusedDense's configuration, …), which the pooling and FusedDense rules, the
-	// relayout and convolution passes, MatchAffine and the clone of an attention layer need.
-	// params.go reads them by reflection, from the unexported field Node.inputs and the unexported
-	// fields of the generated nodeInputs structs (a pointer, which reflection does not hand out,
-	// through its address); it is the only file of the module that reflects on GoMLX's types.
-	// Upstream, an accessor generated with the ops would remove it: the parameter structs
-	// exported (graph.NodeInputsDotGeneral with LhsContractingAxes, …) and returned by a method of
-	// Node,
+	// relayout and convolution passes, MatchAffine and the clone of an attention layer need, nor
+	// a fused node's decomposed form for reverse mode (Node.vjpAlternateOutputs, which the clone
+	// of a fused node must carry: compatFusedCloneGradient). params.go reads them by reflection,
+	// from the unexported field Node.inputs and the unexported fields of the generated nodeInputs
+	// structs (a pointer, which reflection does not hand out, through its address); it is the only
+	// file of the module that reflects on GoMLX's types. Upstream, an accessor generated with the
+	// ops would remove it: the parameter structs exported (graph.NodeInputsDotGeneral with
+	// LhsContractingAxes, …) and returned by a method of Node,
 	//
 	//	func (n *Node) OpInputs() NodeInputs
 	//
@@ -73,6 +74,16 @@ const (
 	// FusedScaledDotProductAttention from its parameters with BackendFusedScaledDotProductAttention.
 	// Checked: gomlx v0.28.16, compute v0.1.14 (pure-Go backend). Test: TestCompatMultiOutputClone.
 	compatMultiOutputClone = "CloneWithInputs of a one-output multi-output op returns its first input"
+
+	// compatFusedCloneGradient: a fused op that GoMLX differentiates through its decomposed form
+	// (graph.InternalFusedOpCaller keeps that form on the node, in the unexported field
+	// Node.vjpAlternateOutputs: FusedLayerNorm, FusedSoftmax, …) loses it in Node.CloneWithInputs,
+	// so graph.Gradient of a clone fails ("no gradient is defined yet"). Linearization.VJP
+	// differentiates a clone wherever an Adjoint replaces a node (a max over a sequence before a
+	// layer normalisation, as GoMLX's imdb models read out), and failed there. cloneNode
+	// (params.go) rebuilds the decomposed form on the clone's inputs and sets it on the clone.
+	// Checked: gomlx v0.28.16, compute v0.1.14 (pure-Go backend). Test: TestCompatFusedCloneGradient.
+	compatFusedCloneGradient = "CloneWithInputs drops a fused node's decomposed form for reverse mode"
 
 	// compatWhileGradient: a Gradient built inside a While body fails on the pure-Go backend
 	// ("input 0 for node Mul not computed yet"): it compiles a closure's execution plan when the

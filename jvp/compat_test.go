@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/compute"
@@ -59,6 +60,7 @@ func TestCompatOpParams(t *testing.T) {
 	qkv := f32("a", 2, 3, 1, 4)
 	attentionConfig := &compute.ScaledDotProductAttentionConfig{Scale: 0.25, Causal: true}
 	att, _ := BackendFusedScaledDotProductAttention(qkv, qkv, qkv, compute.AttentionAxesLayoutBSHD, attentionConfig)
+	layerNorm := nn.LayerNorm(f32("l", 3, 4), []int{1}, 1e-3, nil, nil, nil)
 
 	for _, tc := range []struct {
 		op        *Node
@@ -92,6 +94,10 @@ func TestCompatOpParams(t *testing.T) {
 			layout, options := attention(att)
 			return fmt.Sprint(layout, options == attentionConfig, *options)
 		}, fmt.Sprint(compute.AttentionAxesLayoutBSHD, true, *attentionConfig), NodeTypeFusedScaledDotProductAttention},
+		{layerNorm, func() any {
+			alt := vjpAlternates(layerNorm)
+			return fmt.Sprint(len(alt), alt[0].Shape())
+		}, fmt.Sprint(1, layerNorm.Shape()), NodeTypeFusedLayerNorm},
 	} {
 		if tc.op.Type() != tc.wantOpTyp {
 			t.Errorf("the canary built %s where it meant %s: fix the test", tc.op.Type(), tc.wantOpTyp)
@@ -152,6 +158,21 @@ func TestCompatFusedDenseVJPNoGradient(t *testing.T) {
 	x, w := shapes.Make(dtypes.Float64, 4, 3), shapes.Make(dtypes.Float64, 3, 2)
 	err := doubleVJPError(func(x, w *Node) *Node { return nn.Dense(x, w, nil, compute.DenseLayoutInputOutputs) }, x, w)
 	present(t, compatFusedDenseVJPNoGradient, err, "FusedDenseVJP", "FusedDenseVJP is differentiated")
+}
+
+func TestCompatFusedCloneGradient(t *testing.T) {
+	x := shapes.Make(dtypes.Float64, 3, 4)
+	_, err := graphrun.Run(testBackend, func(x *Node) *Node {
+		y := nn.LayerNorm(x, []int{1}, 1e-3, nil, nil, nil)
+		if y.Type() != NodeTypeFusedLayerNorm {
+			exceptions.Panicf("the backend does not fuse LayerNorm (%s)", y.Type())
+		}
+		return Gradient(ReduceAllSum(Square(y.CloneWithInputs(x))), x)[0]
+	}, tensors.FromShape(x))
+	if err != nil && strings.Contains(err.Error(), "does not fuse") {
+		t.Skip(err)
+	}
+	present(t, compatFusedCloneGradient, err, "no gradient", "the clone of a FusedLayerNorm node is differentiated")
 }
 
 func TestCompatMultiOutputClone(t *testing.T) {

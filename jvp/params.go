@@ -144,18 +144,57 @@ func attention(n *Node) (compute.AttentionAxesLayout, *compute.ScaledDotProductA
 // whose clone reads its inputs in another order than Node.Inputs lists them (see compat.go:
 // compatFusedActivationVJPClone), and FusedScaledDotProductAttention, whose clone is its query,
 // and which is rebuilt from its parameters (see compat.go: compatMultiOutputClone).
+//
+// A fused node that keeps its decomposed form for reverse mode (graph.InternalFusedOpCaller) gets
+// that form rebuilt on the new inputs too, before the node, as GoMLX builds it, so that the clone
+// can be differentiated (see compat.go: compatFusedCloneGradient).
 func cloneNode(n *Node, in []*Node) *Node {
+	var alternates []*Node
+	if alt := vjpAlternates(n); len(alt) > 0 {
+		subst := make(map[*Node]*Node, len(in))
+		for k, x := range n.Inputs() {
+			subst[x] = in[k]
+		}
+		sources := make(map[*Node]int, len(subst))
+		for x := range subst {
+			sources[x] = len(sources)
+		}
+		nodes, _ := dependents(alt, sources)
+		alternates = (&walk{outputs: alt, nodes: nodes}).clone(subst, nil)
+	}
+	var out *Node
 	switch n.Type() {
 	case NodeTypeFusedActivationVJP:
 		if len(in) == 3 {
 			in[1], in[2] = in[2], in[1]
 		}
+		out = n.CloneWithInputs(in...)
 	case NodeTypeFusedScaledDotProductAttention:
 		layout, options := attention(n)
-		out, _ := BackendFusedScaledDotProductAttention(in[0], in[1], in[2], layout, options)
-		return out
+		out, _ = BackendFusedScaledDotProductAttention(in[0], in[1], in[2], layout, options)
+	default:
+		out = n.CloneWithInputs(in...)
 	}
-	return n.CloneWithInputs(in...)
+	if alternates != nil {
+		*vjpAlternatesOf(out) = alternates
+	}
+	return out
+}
+
+// vjpAlternates returns the decomposed outputs GoMLX keeps on a fused node n for its reverse-mode
+// rule (the unexported field Node.vjpAlternateOutputs that graph.InternalFusedOpCaller sets), nil
+// when it keeps none.
+func vjpAlternates(n *Node) []*Node { return *vjpAlternatesOf(n) }
+
+// vjpAlternatesOf returns the address of node n's field vjpAlternateOutputs. It panics naming the
+// field when GoMLX has no such field, or one of another type (see compat.go: compatOpParams).
+func vjpAlternatesOf(n *Node) *[]*Node {
+	v := reflect.ValueOf(n).Elem().FieldByName("vjpAlternateOutputs")
+	if want := reflect.TypeFor[[]*Node](); !v.IsValid() || v.Type() != want {
+		exceptions.Panicf("jvp: cannot read the decomposed form of op %s: graph.Node has no field "+
+			"\"vjpAlternateOutputs\" of type %s (see compat.go: compatOpParams)", n.Type(), want)
+	}
+	return (*[]*Node)(unsafe.Pointer(v.UnsafeAddr()))
 }
 
 // param returns the static parameter name of node n's op, which must be of the given kind. It

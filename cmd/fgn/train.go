@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -30,6 +31,11 @@ with the example that holds it); a held-out label outside the classes is an erro
 does not apply to the data or methods chosen (--dim with file data, --holdout with an evaluation
 pair, --damping with --method adam, ...) is an error. With --hidden (an MLP, which has no
 closed-form row Gram) the default methods train FGN with its matrix-free row operator.
+
+Each epoch's telemetry (mean batch loss, and for SGN and FGN the damping λ, the mean gain ratio ρ
+and the steps rejected or skipped) is printed as the run goes (not with --quiet). A run whose
+training loss ends above where it started or not finite, or that took no step (every step skipped
+or rejected), gets a warning; with --fail-on-divergence the command then exits with status 1.
 `
 
 // setLearningRate sets the step size α of every method.
@@ -78,7 +84,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		"(‖(H+λI)d+g‖ ≤ tol·‖g‖) or whitened-row (the paper's Algorithm 1)")
 	out := c.String("out", "results/train", "directory for the trace CSVs (<method>_seed<seed>.csv)")
 	backendFlag := c.backendFlag()
-	quiet := c.Bool("quiet", false, "no progress display")
+	quiet := c.Bool("quiet", false, "no progress display or epoch telemetry")
+	failOnDivergence := c.Bool("fail-on-divergence", false, "exit with status 1 when a run's training loss ends above "+
+		"where it started or not finite, or no step was taken (for scripts)")
 	if err := c.parse(args); err != nil {
 		return err
 	}
@@ -194,10 +202,11 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%-*s %10s %10s %10s %12s %10s %8s %8s %8s %10s\n", width, "method", "train CE", "eval CE", "eval acc",
 		"opt seconds", "ms/step", "CG its", "skipped", "rejected", "λ")
+	var wrong []string
 	for _, cfg := range cfgs {
 		m := cfg.Method
 		if !*quiet {
-			cfg.Progress = runBar(stderr, string(m))
+			cfg.Progress, cfg.OnEpoch = epochBar(stderr, string(m))
 		}
 		tr, err := train.Run(be, cfg, trainSet, evalSet)
 		if err != nil {
@@ -213,8 +222,38 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "%-*s %10.4f %10.4f %10.4f %12.3f %10.2f %8.2f %8d %8d %10.3g   → %s\n", width, m, last.TrainLoss,
 			last.EvalLoss, last.EvalAccuracy, last.OptSeconds, 1e3*last.OptSeconds/float64(last.Step),
 			last.CGIterations, last.SkippedSteps, last.RejectedSteps, last.NextDamping, path)
+		for _, w := range tr.Health().Warnings() {
+			fmt.Fprintf(stderr, "fgn: warning: %s: %s\n", m, w)
+			wrong = append(wrong, string(m))
+		}
+	}
+	if *failOnDivergence && len(wrong) > 0 {
+		return fmt.Errorf("train: %s did not train (--fail-on-divergence)", strings.Join(slices.Compact(wrong), ", "))
 	}
 	return nil
+}
+
+// epochBar returns the step-progress callback of a training run labelled description (runBar)
+// and a callback that prints each epoch's telemetry on its own line above the bar.
+func epochBar(w io.Writer, description string) (func(done, total int), func(train.EpochReport)) {
+	var bar *progress.Bar
+	steps := func(done, total int) {
+		if bar == nil {
+			bar = progress.New(w, int64(total), progress.Options{Description: description, Delay: 2 * time.Second, ETA: true})
+		}
+		bar.Set(int64(done))
+	}
+	epoch := func(r train.EpochReport) {
+		if bar != nil {
+			bar.Clear()
+		}
+		fmt.Fprintf(w, "%s epoch %d/%d: batch CE %.4g", description, r.Epoch, r.Epochs, r.BatchLoss)
+		if !math.IsNaN(r.Damping) {
+			fmt.Fprintf(w, ", λ %.3g, mean ρ %.3g, rejected %d", r.Damping, r.MeanRho, r.Rejected)
+		}
+		fmt.Fprintf(w, ", skipped %d\n", r.Skipped)
+	}
+	return steps, epoch
 }
 
 // trainMethods parses --method. With --hidden (an MLP, which has no closed-form row Gram) the

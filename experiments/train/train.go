@@ -49,6 +49,12 @@ type Config struct {
 	Seed uint64
 	// Progress, when set, is called after every step with the number of steps done and the total.
 	Progress func(done, total int)
+	// OnEpoch, when set, is called after every epoch with its telemetry.
+	OnEpoch func(EpochReport)
+	// FailOnDivergence makes Run return an error wrapping ErrNotTrained, with the trace, when
+	// the run went wrong (Trace.Health().Warnings(): its loss ended above where it started or
+	// not finite, or no step was taken).
+	FailOnDivergence bool
 
 	// beforeEval, when set, runs before each evaluation (tests make evaluation slow with it).
 	beforeEval func()
@@ -92,6 +98,20 @@ type Point struct {
 	// RejectedSteps counts the finite steps 1..Step that an adaptive damping policy rejected for
 	// increasing the batch loss; such a step changes only λ.
 	RejectedSteps int
+}
+
+// EpochReport is the telemetry of one epoch of a run (Config.OnEpoch).
+type EpochReport struct {
+	Epoch, Epochs int
+	// BatchLoss is the mean over the epoch's steps of the batch loss before each step.
+	BatchLoss float64
+	// Damping is the damping λ set for the step after the epoch; MeanRho is the mean gain ratio
+	// of the epoch's steps whose ratio is finite (Point); both NaN for Adam, MeanRho also for a
+	// constant damping policy or when no ratio was finite.
+	Damping, MeanRho float64
+	// Skipped and Rejected count the epoch's steps that were not finite and that the damping
+	// policy rejected.
+	Skipped, Rejected int
 }
 
 // Trace is the result of a run.
@@ -139,7 +159,8 @@ func (c Config) Validate(trainSet, evalSet *features.Set) (classes int, err erro
 
 // Run trains a freshly initialised model on trainSet and evaluates it on evalSet, on backend be.
 // Errors in the configuration or the data, and a run whose estimated memory exceeds the
-// machine's (CheckMemory), are returned before any computation.
+// machine's (CheckMemory), are returned before any computation. A run that went wrong
+// (Trace.Health().Warnings()) returns its trace, and with Config.FailOnDivergence an error.
 func Run(be compute.Backend, cfg Config, trainSet, evalSet *features.Set) (*Trace, error) {
 	classes, err := cfg.Validate(trainSet, evalSet)
 	if err != nil {
@@ -152,6 +173,9 @@ func Run(be compute.Backend, cfg Config, trainSet, evalSet *features.Set) (*Trac
 	var runErr error
 	if err := exceptions.TryCatch[error](func() { trace, runErr = run(be, cfg, classes, trainSet, evalSet) }); err != nil {
 		return nil, err
+	}
+	if runErr == nil && cfg.FailOnDivergence {
+		runErr = notTrained(trace.Health().Warnings())
 	}
 	return trace, runErr
 }
@@ -207,6 +231,7 @@ func run(be compute.Backend, cfg Config, classes int, trainSet, evalSet *feature
 	total := cfg.Epochs * len(batches)
 	var itsSum float64
 	var itsCount, skipped, rejected int
+	var epoch epochTelemetry
 	for s := 1; s <= total; s++ {
 		start := time.Now()
 		r, err := step.Run((s - 1) % len(batches))
@@ -220,6 +245,7 @@ func run(be compute.Backend, cfg Config, classes int, trainSet, evalSet *feature
 		case !r.Accepted:
 			rejected++
 		}
+		epoch.add(r)
 		itsSum += r.CGIterations
 		itsCount++
 		if s%cfg.EvalEvery == 0 || s == total {
@@ -228,11 +254,46 @@ func run(be compute.Backend, cfg Config, classes int, trainSet, evalSet *feature
 			}
 			itsSum, itsCount = 0, 0
 		}
+		if cfg.OnEpoch != nil && s%len(batches) == 0 {
+			cfg.OnEpoch(epoch.report(s/len(batches), cfg.Epochs, r.NextDamping))
+			epoch = epochTelemetry{}
+		}
 		if cfg.Progress != nil {
 			cfg.Progress(s, total)
 		}
 	}
 	return trace, nil
+}
+
+// epochTelemetry accumulates the steps of an epoch for its EpochReport.
+type epochTelemetry struct {
+	steps, rhos       int
+	lossSum, rhoSum   float64
+	skipped, rejected int
+}
+
+func (e *epochTelemetry) add(r StepResult) {
+	e.steps++
+	e.lossSum += r.Loss
+	if !math.IsNaN(r.Rho) && !math.IsInf(r.Rho, 0) {
+		e.rhos++
+		e.rhoSum += r.Rho
+	}
+	switch {
+	case !r.Finite:
+		e.skipped++
+	case !r.Accepted:
+		e.rejected++
+	}
+}
+
+func (e *epochTelemetry) report(epoch, epochs int, damping float64) EpochReport {
+	meanRho := math.NaN()
+	if e.rhos > 0 {
+		meanRho = e.rhoSum / float64(e.rhos)
+	}
+	return EpochReport{Epoch: epoch, Epochs: epochs, BatchLoss: e.lossSum / float64(e.steps), Damping: damping,
+		MeanRho: meanRho, Skipped: e.skipped, Rejected: e.rejected}
 }
 
 // evaluator computes the mean cross-entropy on both splits and the accuracy on the held-out one

@@ -28,12 +28,6 @@ var costOptimizers = []Optimizer{
 	{"FGN", func() optimizer.Interface { return fgn.FGN().Done() }},
 }
 
-// benchModels are the zoo's models, and the CNN with its convolutions computed as matrix products
-// (jvp.LowerConvolutions), as a model opts in.
-var benchModels = append(slices.Clone(Models), Model{"cnn-lowered", func(scope *model.Scope, x *Node) *Node {
-	return jvp.LowerConvolutions(CNN(scope, x))[0]
-}})
-
 // benchBatch is the batch size of the zoo's benchmarks, that of its training runs.
 const benchBatch = 128
 
@@ -50,7 +44,7 @@ const benchBatch = 128
 func BenchmarkModelZoo(b *testing.B) {
 	be := testBackend
 	x, y := benchData(b)
-	for _, m := range benchModels {
+	for _, m := range benchModels() {
 		for _, opt := range costOptimizers {
 			b.Run(m.Name+"/"+opt.Name, func(b *testing.B) {
 				memprobe.Settle()
@@ -108,7 +102,7 @@ type unrolled struct{ fgn.LogitsEvaluator }
 // batch of BenchmarkModelZoo, with fgn.Loss's cross-entropy.
 func BenchmarkZooFixedCG(b *testing.B) {
 	x, y := benchData(b)
-	for _, m := range benchModels {
+	for _, m := range benchModels() {
 		for _, opt := range []struct {
 			name string
 			c    *fgn.GNConfig
@@ -116,6 +110,7 @@ func BenchmarkZooFixedCG(b *testing.B) {
 			b.Run(m.Name+"/"+opt.name, func(b *testing.B) {
 				store := model.NewStore()
 				store.SetParam(model.ParamInitialSeed, int64(1))
+				store.SetParams(m.Params)
 				gn := opt.c.Done()
 				exec, err := model.NewExec(testBackend, store, func(scope *model.Scope, x, labels *Node) *Node {
 					store.SetTraining(x.Graph(), true)
@@ -165,7 +160,7 @@ func BenchmarkZooFixedCG(b *testing.B) {
 func BenchmarkZooProducts(b *testing.B) {
 	be := testBackend
 	x, _ := benchData(b)
-	for _, m := range benchModels {
+	for _, m := range benchModels() {
 		var forward float64
 		for _, g := range []struct {
 			name  string
@@ -182,6 +177,7 @@ func BenchmarkZooProducts(b *testing.B) {
 			b.Run(m.Name+"/"+g.name, func(b *testing.B) {
 				store := model.NewStore()
 				store.SetParam(model.ParamInitialSeed, int64(1))
+				store.SetParams(m.Params)
 				exec, err := model.NewExec(be, store, func(scope *model.Scope, x *Node) []*Node {
 					store.SetTraining(x.Graph(), true)
 					logits := m.Fn(scope, x)
@@ -223,6 +219,26 @@ func BenchmarkZooProducts(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchModels returns the zoo's models of the digits, those the benchmarks cost on benchData, and
+// after the CNN the CNN with its convolutions computed as matrix products (jvp.LowerConvolutions),
+// as a model opts in.
+func benchModels() []Model {
+	var ms []Model
+	for _, m := range Models {
+		if m.Task != Digits {
+			continue
+		}
+		ms = append(ms, m)
+		if m.Name == "cnn" {
+			lowered := m
+			lowered.Name = "cnn-lowered"
+			lowered.Fn = func(scope *model.Scope, x *Node) *Node { return jvp.LowerConvolutions(CNN(scope, x))[0] }
+			ms = append(ms, lowered)
+		}
+	}
+	return ms
 }
 
 // benchData returns the first benchBatch training images and labels of digits.Split(1).

@@ -1,226 +1,112 @@
 package zoo
 
 import (
-	"cmp"
 	"fmt"
-	"io"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gomlx/compute"
-	"github.com/gomlx/gomlx/ml/train/optimizer"
 
 	"github.com/fgn-paper/fgn/experiments/report"
-	"github.com/fgn-paper/fgn/fgn"
 )
 
-// Grid is what Sweep runs: every model with every optimizer and seed. The optimizers are FGN
-// and SGN with their default settings (FGN().Done(), SGN().Done()), Adam at each of AdamRates
-// (GoMLX's Adam otherwise at its defaults), and FGN and SGN at every combination of
-// LearningRates (α), Dampings (λ, a policy's initial λ), Policies and CGCaps, their other
-// settings those of FGN() and SGN().
-type Grid struct {
-	Models                  []string
-	Seeds                   []uint64
-	AdamRates               []float64
-	LearningRates, Dampings []float64
-	Policies                []fgn.DampingPolicy
-	CGCaps                  []int
-}
+// runColumns are the columns of the sweep's runs table: one row per run and evaluation (Epoch),
+// the run's fields repeated on each of its rows.
+var runColumns = []string{"model", "task", "optimizer", "seed", "batch", "compile_seconds", "diverged", "failed",
+	"epoch", "steps", "seconds", "train_loss", "held_out_loss", "held_out_accuracy", "damping", "mean_rho",
+	"min_damping", "rejected_steps", "skipped_steps"}
 
-// DefaultGrid is the sweep's grid: every zoo model, three seeds, Adam at GoMLX's default learning
-// rate 0.001 and three larger ones, and FGN and SGN at α ∈ {0.1, 0.3, 1}, λ ∈ {0.1, 1, 10}, constant
-// and Levenberg-Marquardt damping, at most 5 or 10 CG iterations. BENCHMARKS.md records it on the
-// MLPs, and the defaults against Adam on the CNN, whose Gauss-Newton steps cost seconds.
-var DefaultGrid = Grid{
-	Models:        []string{"relu-mlp", "tanh-mlp", "cnn"},
-	Seeds:         []uint64{1, 2, 3},
-	AdamRates:     []float64{0.001, 0.003, 0.01, 0.03},
-	LearningRates: []float64{0.1, 0.3, 1},
-	Dampings:      []float64{0.1, 1, 10},
-	Policies:      []fgn.DampingPolicy{fgn.ConstantDamping{}, fgn.LevenbergMarquardt()},
-	CGCaps:        []int{5, 10},
-}
-
-// Names of the default-settings optimizers in the sweep's tables.
-const (
-	FGNDefault = "FGN()"
-	SGNDefault = "SGN()"
-)
-
-// Optimizers returns the grid's optimizers: the two defaults, Adam, then the FGN and SGN grid.
-func (g Grid) Optimizers() []Optimizer {
-	opts := []Optimizer{
-		{FGNDefault, func() optimizer.Interface { return fgn.FGN().Done() }},
-		{SGNDefault, func() optimizer.Interface { return fgn.SGN().Done() }},
-	}
-	for _, lr := range g.AdamRates {
-		opts = append(opts, Optimizer{"Adam lr=" + num(lr),
-			func() optimizer.Interface { return optimizer.Adam().LearningRate(lr).Done() }})
-	}
-	for _, method := range []struct {
-		name string
-		new  func() *fgn.GNConfig
-	}{{"FGN", fgn.FGN}, {"SGN", fgn.SGN}} {
-		for _, policy := range g.Policies {
-			for _, cg := range g.CGCaps {
-				for _, lr := range g.LearningRates {
-					for _, lambda := range g.Dampings {
-						name := fmt.Sprintf("%s α=%s λ=%s %s CG≤%d", method.name, num(lr), num(lambda), policy, cg)
-						opts = append(opts, Optimizer{name, func() optimizer.Interface {
-							return method.new().LearningRate(lr).Damping(lambda).DampingPolicy(policy).
-								CGMaxIterations(cg).Done()
-						}})
-					}
-				}
-			}
-		}
-	}
-	return opts
-}
-
-// num formats a setting in names: the shortest form that round-trips.
-func num(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
-
-// Columns of the sweep's runs table.
-var runColumns = []string{"model", "optimizer", "seed", "steps", "diverged", "accuracy", "loss", "median_step_ms", "train_s"}
-
-// Sweep trains every model of the grid with every optimizer and seed for cfg.Epochs epochs of
-// cfg.Batch examples (cfg.Seed is replaced by each seed) and returns one row per run. progress,
-// if not nil, is called after each run.
-func Sweep(be compute.Backend, g Grid, cfg Config, progress func(done, total int, r Result)) (*report.Table, error) {
-	t := report.NewTable(runColumns...)
-	opts := g.Optimizers()
-	total, done := len(g.Models)*len(opts)*len(g.Seeds), 0
-	for _, name := range g.Models {
-		m, err := ModelByName(name)
-		if err != nil {
-			return nil, err
-		}
+// Sweep trains every model with every optimizer and seed (Train, cfg.Seed replaced by each seed)
+// and returns the runs. progress, if not nil, is called after each run.
+func Sweep(be compute.Backend, models []Model, opts []Optimizer, seeds []uint64, cfg Config,
+	progress func(done, total int, r *Run)) ([]*Run, error) {
+	var runs []*Run
+	total := len(models) * len(opts) * len(seeds)
+	for _, m := range models {
 		for _, opt := range opts {
-			for _, seed := range g.Seeds {
+			for _, seed := range seeds {
 				c := cfg
 				c.Seed = seed
 				r, err := Train(be, m, opt, c)
 				if err != nil {
-					return nil, err
+					return runs, err
 				}
-				t.Add(r.Model, r.Optimizer, r.Seed, r.Steps, r.Diverged, r.Accuracy, r.Loss,
-					float64(r.MedianStep.Microseconds())/1e3, r.TrainTime.Seconds())
-				if done++; progress != nil {
-					progress(done, total, r)
+				runs = append(runs, r)
+				if progress != nil {
+					progress(len(runs), total, r)
 				}
 			}
 		}
 	}
-	return t, nil
+	return runs, nil
 }
 
-// DivergedAccuracy is the held-out accuracy below which Summary counts a run as diverged (or
-// not trained), whether or not train.Loop stopped it: half of what every zoo model reaches,
-// five times chance.
-const DivergedAccuracy = 0.5
-
-// outcome is one optimizer's runs on one model.
-type outcome struct {
-	mean, min float64
-	runs      int
-	diverged  int
+// Table returns the runs as the sweep's runs table (runColumns), the failures' errors cut to their
+// first line.
+func Table(runs []*Run) *report.Table {
+	t := report.NewTable(runColumns...)
+	for _, r := range runs {
+		failed, _, _ := strings.Cut(r.Failed, "\n")
+		epochs := r.Epochs
+		if len(epochs) == 0 { // a run that failed before its first evaluation
+			epochs = []Epoch{{HeldOutLoss: math.NaN(), TrainLoss: math.NaN(), HeldOutAccuracy: math.NaN(),
+				Damping: math.NaN(), MeanRho: math.NaN(), MinDamping: math.NaN()}}
+		}
+		for _, e := range epochs {
+			t.Add(r.Model, r.Task, r.Optimizer, r.Seed, r.Batch, r.CompileSeconds, r.Diverged, failed,
+				e.Epoch, e.Steps, e.Seconds, e.TrainLoss, e.HeldOutLoss, e.HeldOutAccuracy, e.Damping, e.MeanRho,
+				e.MinDamping, e.Rejected, e.Skipped)
+		}
+	}
+	return t
 }
 
-// Summary writes the runs table of Sweep as Markdown: for each optimizer and model the mean
-// held-out accuracy over the seeds, the worst seed, and the runs that diverged; then, per
-// optimizer, the worst gap over the models between its mean and the best Adam's mean (of the
-// learning rates swept, per model). The defaults and Adam come first, then the grid from the
-// smallest worst gap to the largest.
-func Summary(t *report.Table, w io.Writer) error {
+// RunsFromTable parses a runs table written by Table (or several concatenated), in row order.
+func RunsFromTable(t *report.Table) ([]*Run, error) {
 	col := map[string]int{}
-	for _, name := range []string{"model", "optimizer", "accuracy"} {
+	for _, name := range runColumns {
 		c, err := t.Column(name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		col[name] = c
 	}
-	var models, opts []string
-	acc := map[[2]string][]float64{}
+	var runs []*Run
+	index := map[[3]string]*Run{}
 	for k, row := range t.Rows {
-		m, o := row[col["model"]], row[col["optimizer"]]
-		a, err := strconv.ParseFloat(row[col["accuracy"]], 64)
-		if err != nil {
-			return fmt.Errorf("zoo: runs table row %d: %w", k+1, err)
-		}
-		if !slices.Contains(models, m) {
-			models = append(models, m)
-		}
-		if !slices.Contains(opts, o) {
-			opts = append(opts, o)
-		}
-		acc[[2]string{m, o}] = append(acc[[2]string{m, o}], a)
-	}
-	res := map[[2]string]outcome{}
-	bestAdam := map[string]float64{}
-	for key, as := range acc {
-		o := outcome{min: math.Inf(1), runs: len(as)}
-		for _, a := range as {
-			o.mean += a / float64(len(as))
-			o.min = min(o.min, a)
-			if a < DivergedAccuracy {
-				o.diverged++
+		get := func(name string) string { return row[col[name]] }
+		var ferr error
+		float := func(name string) float64 {
+			x, err := strconv.ParseFloat(get(name), 64)
+			if err != nil && ferr == nil {
+				ferr = fmt.Errorf("zoo: runs table row %d, column %s: %w", k+1, name, err)
 			}
+			return x
 		}
-		res[key] = o
-		if strings.HasPrefix(key[1], "Adam") {
-			bestAdam[key[0]] = max(bestAdam[key[0]], o.mean)
+		integer := func(name string) int { return int(float(name)) }
+		key := [3]string{get("model"), get("optimizer"), get("seed")}
+		r := index[key]
+		if r == nil {
+			seed, err := strconv.ParseUint(get("seed"), 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("zoo: runs table row %d: seed: %w", k+1, err)
+			}
+			r = &Run{Model: key[0], Task: get("task"), Optimizer: key[1], Seed: seed, Batch: integer("batch"),
+				CompileSeconds: float("compile_seconds"), Diverged: get("diverged") == "true", Failed: get("failed")}
+			index[key] = r
+			runs = append(runs, r)
 		}
-	}
-	gap := map[string]float64{}
-	for _, o := range opts {
-		gap[o] = math.Inf(1)
-		for _, m := range models {
-			gap[o] = min(gap[o], res[[2]string{m, o}].mean-bestAdam[m])
+		e := Epoch{Epoch: integer("epoch"), Steps: integer("steps"), Seconds: float("seconds"),
+			TrainLoss: float("train_loss"), HeldOutLoss: float("held_out_loss"),
+			HeldOutAccuracy: float("held_out_accuracy"), Damping: float("damping"), MeanRho: float("mean_rho"),
+			MinDamping: float("min_damping"), Rejected: integer("rejected_steps"), Skipped: integer("skipped_steps")}
+		if ferr != nil {
+			return nil, ferr
 		}
-	}
-	// The defaults first, then Adam, then the grid by decreasing worst gap; the run order within each.
-	rank := func(o string) int {
-		switch {
-		case o == FGNDefault || o == SGNDefault:
-			return 0
-		case strings.HasPrefix(o, "Adam"):
-			return 1
-		}
-		return 2
-	}
-	slices.SortStableFunc(opts, func(a, b string) int {
-		if ra, rb := rank(a), rank(b); ra != rb || ra < 2 {
-			return cmp.Compare(ra, rb)
-		}
-		return cmp.Compare(gap[b], gap[a])
-	})
-	fmt.Fprintf(w, "| optimizer |")
-	for _, m := range models {
-		fmt.Fprintf(w, " %s: mean (worst) %% |", m)
-	}
-	fmt.Fprintf(w, " diverged | worst gap to best Adam (points) |\n|---|")
-	for range models {
-		fmt.Fprintf(w, "---|")
-	}
-	fmt.Fprintf(w, "---|---|\n")
-	for _, o := range opts {
-		fmt.Fprintf(w, "| %s |", o)
-		diverged, runs := 0, 0
-		for _, m := range models {
-			r := res[[2]string{m, o}]
-			fmt.Fprintf(w, " %.1f (%.1f) |", 100*r.mean, 100*r.min)
-			diverged += r.diverged
-			runs += r.runs
-		}
-		_, err := fmt.Fprintf(w, " %d/%d | %+.1f |\n", diverged, runs, 100*gap[o])
-		if err != nil {
-			return err
+		if !(r.Failed != "" && len(r.Epochs) == 0 && math.IsNaN(e.HeldOutAccuracy)) {
+			r.Epochs = append(r.Epochs, e)
 		}
 	}
-	return nil
+	return runs, nil
 }

@@ -152,6 +152,12 @@ var Cases = []Case{
 		e := layers.Embedding(scope.In("emb"), x, dtypes.Float64, 3, 4)
 		return Head(scope, ReduceMax(e, 1))
 	}},
+	// The same max read out through a layer normalisation, as GoMLX's imdb models read out: the
+	// VJP differentiates a clone of the fused LayerNorm downstream of the max.
+	{"Embedding max over a sequence, ties, then LayerNorm", []int{6, 8}, 3, NodeTypeFusedLayerNorm, func(scope *model.Scope, x *Node) *Node {
+		e := layers.Embedding(scope.In("emb"), x, dtypes.Float64, 3, 4)
+		return Head(scope, layernorm.LayerNorm(scope.In("norm"), ReduceMax(e, 1), -1).Done())
+	}},
 }
 
 // Model is a case's variables (float64, random) and batch, on a backend.

@@ -1,13 +1,14 @@
-// Command sweep trains the model zoo of experiments/zoo (a ReLU MLP, a tanh MLP and a CNN
-// written with GoMLX's layers, on the handwritten digits of data/digits) through train.Trainer
-// with FGN and SGN over a grid of settings, with their default settings, and with Adam, and
-// writes every run and a Markdown summary of held-out accuracies: the sweep from which
-// FGN().Done() and SGN().Done() take their defaults (BENCHMARKS.md).
+// Command sweep trains the model zoo of experiments/zoo (classifiers of GoMLX's standard layers
+// on the digits of data/digits and the words of data/words) with each optimizer and seed through
+// train.Trainer, and writes every run's per-epoch evaluations and telemetry, a Markdown summary
+// (held-out accuracy and cross-entropy, tuned Adam, telemetry, cost, time to accuracy, the runs
+// that went wrong) and the figure of held-out accuracy against training time.
 //
-//	GOEXPERIMENT=simd go run ./experiments/zoo/sweep [-out results/zoo] [-models relu-mlp,cnn] [-seeds 1,2,3] [-policies constant,lm] [-adam 0.001,0.01] [-grid=false] [-epochs 10]
+//	GOEXPERIMENT=simd go run ./experiments/zoo/sweep [-out results/zoo] [-models cnn,transformer] [-optimizers 'FGN*,Adam*'] [-grid] [-seeds 1,2,3] [-epochs 0]
+//	go run ./experiments/zoo/sweep -from a/runs.csv,b/runs.csv -out c   (summary and figures of finished sweeps)
 //
-// It writes runs.csv (one row per model, optimizer and seed, with provenance comments) and
-// summary.md (zoo.Summary of the runs, with the conditions) to the output directory.
+// It writes runs.csv (rewritten after every run, so that an interrupted sweep keeps its finished
+// runs), summary.md and time_to_accuracy.{svg,png,pdf} to the output directory.
 package main
 
 import (
@@ -24,7 +25,6 @@ import (
 
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/zoo"
-	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/fgn/backend"
 	"github.com/fgn-paper/fgn/internal/atomicfile"
 )
@@ -37,74 +37,62 @@ func main() {
 }
 
 func run() error {
-	grid, cfg := zoo.DefaultGrid, zoo.DefaultConfig
+	var modelNames []string
+	for _, m := range zoo.Models {
+		modelNames = append(modelNames, m.Name)
+	}
 	out := flag.String("out", filepath.Join("results", "zoo"), "output directory")
-	models := flag.String("models", strings.Join(grid.Models, ","), "models to train, comma-separated")
+	models := flag.String("models", strings.Join(modelNames, ","), "models to train, comma-separated")
+	optimizers := flag.String("optimizers", "*", "optimizers to train with: comma-separated names or patterns (path.Match) of "+
+		"zoo.Candidates, e.g. 'FGN*,Adam*'")
 	seeds := flag.String("seeds", "1,2,3", "seeds (held-out split, initial weights, batch order), comma-separated")
-	adam := flag.String("adam", "0.001,0.003,0.01,0.03", "Adam's learning rates, comma-separated")
-	withGrid := flag.Bool("grid", true, "train the FGN and SGN grid (false: only FGN(), SGN() and Adam)")
-	policies := flag.String("policies", "constant,lm", "damping policies of the FGN and SGN grid, comma-separated")
-	flag.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "training epochs per run")
-	flag.IntVar(&cfg.Batch, "batch", cfg.Batch, "batch size")
+	epochs := flag.Int("epochs", 0, "training epochs per run (0: each model's budget)")
+	from := flag.String("from", "", "summarise these finished runs tables (comma-separated runs.csv files) instead of training")
+	grid := flag.Bool("grid", false, "add zoo.DefaultGrid (FGN and SGN over α, λ, damping policy and CG cap) to the candidates")
 	flag.Parse()
-	grid.Models = strings.Split(*models, ",")
-	grid.Seeds = nil
-	for _, s := range strings.Split(*seeds, ",") {
-		seed, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return fmt.Errorf("-seeds: %w", err)
-		}
-		grid.Seeds = append(grid.Seeds, seed)
-	}
-	var chosen []fgn.DampingPolicy
-	for _, name := range strings.Split(*policies, ",") {
-		k := slices.IndexFunc(grid.Policies, func(p fgn.DampingPolicy) bool { return p.String() == name })
-		if k < 0 {
-			return fmt.Errorf("-policies: unknown damping policy %q (want constant or lm)", name)
-		}
-		chosen = append(chosen, grid.Policies[k])
-	}
-	grid.Policies = chosen
-	grid.AdamRates = nil
-	for _, s := range strings.Split(*adam, ",") {
-		lr, err := strconv.ParseFloat(s, 64)
-		if err != nil || !(lr > 0) {
-			return fmt.Errorf("-adam: learning rate %q is not a number > 0", s)
-		}
-		grid.AdamRates = append(grid.AdamRates, lr)
-	}
-	if !*withGrid {
-		grid.LearningRates = nil
-	}
-	for _, name := range grid.Models {
-		if _, err := zoo.ModelByName(name); err != nil {
-			return err
-		}
-	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
-	be, err := backend.New()
-	if err != nil {
-		return err
+	var table *report.Table
+	if *from != "" {
+		var err error
+		if table, err = readTables(strings.Split(*from, ",")); err != nil {
+			return err
+		}
+	} else {
+		ms, err := zoo.SelectModels(*models)
+		if err != nil {
+			return err
+		}
+		candidates := zoo.Candidates
+		if *grid {
+			candidates = append(slices.Clone(candidates), zoo.DefaultGrid...)
+		}
+		opts, err := zoo.SelectOptimizers(candidates, *optimizers)
+		if err != nil {
+			return err
+		}
+		var seedList []uint64
+		for _, s := range strings.Split(*seeds, ",") {
+			seed, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+			if err != nil {
+				return fmt.Errorf("-seeds: %w", err)
+			}
+			seedList = append(seedList, seed)
+		}
+		if *epochs < 0 {
+			return fmt.Errorf("-epochs %d: want ≥ 0", *epochs)
+		}
+		if table, err = train(ms, opts, seedList, *epochs, *out); err != nil {
+			return err
+		}
 	}
-	start := time.Now()
-	load := report.LoadAverage()
-	runs, err := zoo.Sweep(be, grid, cfg, func(done, total int, r zoo.Result) {
-		fmt.Fprintf(os.Stderr, "[%d/%d] %s, %s, seed %d: held-out accuracy %.1f%%\n",
-			done, total, r.Model, r.Optimizer, r.Seed, 100*r.Accuracy)
-	})
+	runs, err := zoo.RunsFromTable(table)
 	if err != nil {
-		return err
-	}
-	report.Provenance(runs, be, fmt.Sprintf("%d epochs of batches of %d", cfg.Epochs, cfg.Batch),
-		strings.Join(append([]string{"go run ./experiments/zoo/sweep"}, os.Args[1:]...), " "), start)
-	runs.Comment("load", fmt.Sprintf("1-, 5-, 15-minute load averages %s at start, %s at end", load, report.LoadAverage()))
-	if err := runs.Write(filepath.Join(*out, "runs.csv")); err != nil {
 		return err
 	}
 	var summary bytes.Buffer
-	for _, kv := range runs.Comments {
+	for _, kv := range table.Comments {
 		fmt.Fprintf(&summary, "- %s: %s\n", kv[0], kv[1])
 	}
 	fmt.Fprintln(&summary)
@@ -115,6 +103,117 @@ func run() error {
 	if err := atomicfile.Write(path, func(w io.Writer) error { _, err := w.Write(summary.Bytes()); return err }); err != nil {
 		return err
 	}
-	fmt.Printf("wrote %s and %s\n", filepath.Join(*out, "runs.csv"), path)
+	fmt.Printf("wrote %s\n", path)
+	paths, err := zoo.Figure(runs, filepath.Join(*out, "time_to_accuracy"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sweep: no figure: %v\n", err)
+	} else {
+		fmt.Printf("wrote %s\n", strings.Join(paths, ", "))
+	}
 	return nil
+}
+
+// train runs the sweep, rewriting out/runs.csv after every run, and returns the runs table.
+func train(ms []zoo.Model, opts []zoo.Optimizer, seeds []uint64, epochs int, out string) (*report.Table, error) {
+	be, err := backend.New()
+	if err != nil {
+		return nil, err
+	}
+	if w := backend.SIMDWarning(be); w != "" {
+		fmt.Fprintln(os.Stderr, w)
+	}
+	start := time.Now()
+	load := report.LoadAverage()
+	command := strings.Join(append([]string{"go run ./experiments/zoo/sweep"}, os.Args[1:]...), " ")
+	var names []string
+	for _, o := range opts {
+		names = append(names, o.Name)
+	}
+	table := func(runs []*zoo.Run, done bool) *report.Table {
+		t := zoo.Table(runs)
+		profile := "each model's batch size and epoch budget (experiments/zoo.Models)"
+		if epochs > 0 {
+			profile = fmt.Sprintf("each model's batch size, %d epochs", epochs)
+		}
+		report.Provenance(t, be, profile, command, start)
+		t.Comment("optimizers", strings.Join(names, "; "))
+		end := "(interrupted sweep: the finished runs)"
+		if done {
+			end = fmt.Sprintf("%s at end; the sweep took %s", report.LoadAverage(), time.Since(start).Round(time.Second))
+		}
+		t.Comment("load", fmt.Sprintf("1-, 5-, 15-minute load averages %s at start, %s", load, end))
+		return t
+	}
+	path := filepath.Join(out, "runs.csv")
+	var finished []*zoo.Run
+	runs, err := zoo.Sweep(be, ms, opts, seeds, zoo.Config{Epochs: epochs}, func(done, total int, r *zoo.Run) {
+		status := ""
+		switch {
+		case r.Failed != "":
+			status = " FAILED: " + r.Failed
+		case r.Diverged:
+			status = " diverged"
+		}
+		if len(r.Epochs) > 0 {
+			last := r.Epochs[len(r.Epochs)-1]
+			status = fmt.Sprintf(": held-out accuracy %.1f%% after %d steps, %.1f s (compile %.2f s)%s",
+				100*last.HeldOutAccuracy, last.Steps, last.Seconds, r.CompileSeconds, status)
+		}
+		fmt.Fprintf(os.Stderr, "[%d/%d] %s, %s, seed %d%s\n", done, total, r.Model, r.Optimizer, r.Seed, status)
+		finished = append(finished, r)
+		if werr := table(finished, false).Write(path); werr != nil {
+			fmt.Fprintln(os.Stderr, "sweep:", werr)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	t := table(runs, true)
+	if err := t.Write(path); err != nil {
+		return nil, err
+	}
+	fmt.Printf("wrote %s\n", path)
+	return t, nil
+}
+
+// readTables reads runs tables and concatenates their rows under a header of comments: those the
+// tables share, then, per table, "source" with its path, number of rows and the comments in which
+// it differs from the first (command, date, load, ...).
+func readTables(paths []string) (*report.Table, error) {
+	var tables []*report.Table
+	for _, p := range paths {
+		t, err := report.Read(strings.TrimSpace(p))
+		if err != nil {
+			return nil, err
+		}
+		if len(tables) > 0 && !slices.Equal(t.Header, tables[0].Header) {
+			return nil, fmt.Errorf("%s: columns %v differ from the first table's %v", p, t.Header, tables[0].Header)
+		}
+		tables = append(tables, t)
+	}
+	all := report.NewTable(tables[0].Header...)
+	shared := func(kv [2]string) bool { // every table has the comment
+		for _, t := range tables {
+			if v, ok := t.Lookup(kv[0]); !ok || v != kv[1] {
+				return false
+			}
+		}
+		return true
+	}
+	for _, kv := range tables[0].Comments {
+		if shared(kv) {
+			all.Comment(kv[0], kv[1])
+		}
+	}
+	for k, t := range tables {
+		var own []string
+		for _, kv := range t.Comments {
+			if !shared(kv) {
+				own = append(own, kv[0]+" "+kv[1])
+			}
+		}
+		all.Comment("source", fmt.Sprintf("%s (%d rows): %s", strings.TrimSpace(paths[k]), len(t.Rows), strings.Join(own, "; ")))
+		all.Rows = append(all.Rows, t.Rows...)
+	}
+	return all, nil
 }

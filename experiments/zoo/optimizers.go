@@ -1,0 +1,172 @@
+package zoo
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+
+	"github.com/fgn-paper/fgn/fgn"
+)
+
+// Names of the optimizers at their library defaults.
+const (
+	FGNDefault = "FGN()"
+	SGNDefault = "SGN()"
+)
+
+// GN returns the FGN or SGN optimizer named name that config configures: config is called for
+// each run, so it returns a fresh configuration (fgn.FGN() or fgn.SGN() and its setters).
+func GN(name string, config func() *fgn.GNConfig) Optimizer {
+	return Optimizer{Name: name, New: func() optimizer.Interface { return config().Done() }}
+}
+
+// AdamRates is the learning-rate grid of tuned Adam: GoMLX's default 0.001 and three larger
+// rates, GoMLX's Adam otherwise at its defaults. Tuned Adam on a model is the rate of the best
+// mean held-out accuracy after the model's epoch budget (TunedAdam).
+var AdamRates = []float64{0.001, 0.003, 0.01, 0.03}
+
+// adamPrefix begins the names of Adam's candidates, "Adam lr=<rate>".
+const adamPrefix = "Adam lr="
+
+// Adam returns GoMLX's Adam at learning rate lr.
+func Adam(lr float64) Optimizer {
+	return Optimizer{Name: adamPrefix + num(lr), New: func() optimizer.Interface {
+		return optimizer.Adam().LearningRate(lr).Done()
+	}}
+}
+
+// Candidates are the optimizers the sweep knows by name: FGN and SGN at their defaults
+// (fgn.FGN().Done(), fgn.SGN().Done()), FGN and SGN started from α = 1, λ = 0.1 with
+// fgn.LevenbergMarquardt() (their other settings the defaults), and Adam at each of AdamRates.
+// A damping policy under study joins them as a GN constructor.
+var Candidates = append([]Optimizer{
+	GN(FGNDefault, fgn.FGN),
+	GN(SGNDefault, fgn.SGN),
+	GN("FGN α=1 λ=0.1 lm", func() *fgn.GNConfig {
+		return fgn.FGN().LearningRate(1).Damping(0.1).DampingPolicy(fgn.LevenbergMarquardt())
+	}),
+	GN("SGN α=1 λ=0.1 lm", func() *fgn.GNConfig {
+		return fgn.SGN().LearningRate(1).Damping(0.1).DampingPolicy(fgn.LevenbergMarquardt())
+	}),
+}, append(floorCandidates(), adamGrid()...)...)
+
+// floorCandidates are FGN and SGN with Levenberg-Marquardt damping without its noise floor
+// (NoiseFloor 0) and with it at half and twice its default scale.
+func floorCandidates() []Optimizer {
+	var opts []Optimizer
+	for _, method := range []struct {
+		name string
+		new  func() *fgn.GNConfig
+	}{{"FGN", fgn.FGN}, {"SGN", fgn.SGN}} {
+		for _, kappa := range []float64{0, 0.5, 2} {
+			opts = append(opts, GN(fmt.Sprintf("%s lm floor×%s", method.name, num(kappa)), func() *fgn.GNConfig {
+				p := fgn.LevenbergMarquardt()
+				p.NoiseFloor = kappa
+				return method.new().DampingPolicy(p)
+			}))
+		}
+	}
+	return opts
+}
+
+// Grid returns FGN and SGN at every combination of step size α, initial damping λ, damping
+// policy and CG cap, their other settings those of fgn.FGN() and fgn.SGN(), named
+// "FGN α=0.3 λ=0.1 lm CG≤5".
+func Grid(alphas, lambdas []float64, policies []fgn.DampingPolicy, cgCaps []int) []Optimizer {
+	var opts []Optimizer
+	for _, method := range []struct {
+		name string
+		new  func() *fgn.GNConfig
+	}{{"FGN", fgn.FGN}, {"SGN", fgn.SGN}} {
+		for _, policy := range policies {
+			for _, cg := range cgCaps {
+				for _, alpha := range alphas {
+					for _, lambda := range lambdas {
+						opts = append(opts, GN(fmt.Sprintf("%s α=%s λ=%s %s CG≤%d", method.name, num(alpha), num(lambda), policy, cg),
+							func() *fgn.GNConfig {
+								return method.new().LearningRate(alpha).Damping(lambda).DampingPolicy(policy).CGMaxIterations(cg)
+							}))
+					}
+				}
+			}
+		}
+	}
+	return opts
+}
+
+// DefaultGrid is the grid from which FGN's and SGN's defaults were chosen on the digits MLPs
+// (BENCHMARKS.md): α ∈ {0.1, 0.3, 1}, λ ∈ {0.1, 1, 10}, constant and Levenberg-Marquardt damping,
+// at most 5 or 10 CG iterations.
+var DefaultGrid = Grid([]float64{0.1, 0.3, 1}, []float64{0.1, 1, 10},
+	[]fgn.DampingPolicy{fgn.ConstantDamping{}, fgn.LevenbergMarquardt()}, []int{5, 10})
+
+func adamGrid() []Optimizer {
+	var opts []Optimizer
+	for _, lr := range AdamRates {
+		opts = append(opts, Adam(lr))
+	}
+	return opts
+}
+
+// SelectOptimizers returns the candidates whose names match one of the comma-separated patterns
+// (path.Match syntax: "FGN*" is every FGN, "Adam*" Adam's grid), in the order of candidates.
+func SelectOptimizers(candidates []Optimizer, patterns string) ([]Optimizer, error) {
+	var chosen []Optimizer
+	for _, p := range strings.Split(patterns, ",") {
+		p = strings.TrimSpace(p)
+		found := false
+		for _, o := range candidates {
+			ok, err := path.Match(p, o.Name)
+			if err != nil {
+				return nil, fmt.Errorf("zoo: optimizer pattern %q: %w", p, err)
+			}
+			found = found || ok
+		}
+		if !found {
+			return nil, fmt.Errorf("zoo: no optimizer matches %q (the candidates: %s)", p, names(candidates))
+		}
+	}
+	for _, o := range candidates {
+		for _, p := range strings.Split(patterns, ",") {
+			if ok, _ := path.Match(strings.TrimSpace(p), o.Name); ok {
+				chosen = append(chosen, o)
+				break
+			}
+		}
+	}
+	return chosen, nil
+}
+
+// SelectModels returns the models named in the comma-separated list names, in the zoo's order.
+func SelectModels(list string) ([]Model, error) {
+	var chosen []Model
+	for _, name := range strings.Split(list, ",") {
+		if _, err := ModelByName(strings.TrimSpace(name)); err != nil {
+			return nil, err
+		}
+	}
+	for _, m := range Models {
+		for _, name := range strings.Split(list, ",") {
+			if strings.TrimSpace(name) == m.Name {
+				chosen = append(chosen, m)
+				break
+			}
+		}
+	}
+	return chosen, nil
+}
+
+// names lists the optimizers' names, quoted.
+func names(opts []Optimizer) string {
+	q := make([]string, len(opts))
+	for k, o := range opts {
+		q[k] = strconv.Quote(o.Name)
+	}
+	return strings.Join(q, ", ")
+}
+
+// num formats a setting in names: the shortest form that round-trips.
+func num(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }

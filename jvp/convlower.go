@@ -19,7 +19,9 @@ import (
 // patches take the kernel's spatial size times the input's memory. Linearize lowers the
 // convolutions of its own products, and At those of the outputs it evaluates, whether or not the
 // model opts in (lowerConvolutions).
-func LowerConvolutions(outputs ...*Node) []*Node { return lower(outputs, nil, true) }
+func LowerConvolutions(outputs ...*Node) []*Node {
+	return lower(outputs, nil, lowering{differentiable: true, minChannels: minLoweredChannels})
+}
 
 // lowerConvolutions is the pass of Linearize's products (passes) that computes every
 // ConvGeneral node between in and outs as one matrix product (see LowerConvolutions), on the
@@ -31,11 +33,14 @@ func LowerConvolutions(outputs ...*Node) []*Node { return lower(outputs, nil, tr
 // the pass after this one, lays out once when it is invariant. The nodes that depend on no input
 // are kept, so what is invariant in a lowered convolution (the patches of a primal activation, a
 // kernel's layout) is formed once, outside every clone.
-func lowerConvolutions(outs, in []*Node) []*Node { return lower(outs, in, false) }
+func lowerConvolutions(outs, in []*Node) []*Node {
+	return lower(outs, in, lowering{minChannels: minLoweredChannels})
+}
 
 // lower returns outs rebuilt with every ConvGeneral node that depends on in (every one reached
-// from outs when in is nil) computed as a matrix product, on the pure-Go backend, and when not
-// differentiable the Slice nodes of stride 1 that depend on in as crops (lowering.cut). A
+// from outs when in is nil) and that l lowers (lowering.lowers) computed as a matrix product, on
+// the pure-Go backend, and when not differentiable the Slice nodes of stride 1 that depend on in
+// as crops (lowering.cut). A
 // convolution with channel groups G and batch groups G_b (one of them 1),
 //
 //	y[n, o, p] = Σ_{j, c} x̂[g_b(o)·N' + n, g(o)·C' + c, p·s + j·δ] · k[c, o, j],
@@ -45,15 +50,15 @@ func lowerConvolutions(outs, in []*Node) []*Node { return lower(outs, in, false)
 // C' = C/G and N' = N/G_b, is the product of the patches P[n, p, (j, c)] = x̂[n, c, p·s + j·δ]
 // with the kernel K[(j, c), o], batched over the groups (convPatches, convAsDot). Every rewrite is
 // exact algebra (the sums run in another order, so values agree to rounding); convolutions of
-// other dtypes than float32 and float64 are kept.
+// other dtypes than float32 and float64 are kept, and so are those with few output channels per
+// group (minLoweredChannels).
 //
 // The pure-Go backend (compute v0.1.14) computes ConvGeneral directly, one output element at a
 // time, and DotGeneral on its packed SIMD matrix kernel; XLA lowers convolutions itself.
-func lower(outs, in []*Node, differentiable bool) []*Node {
+func lower(outs, in []*Node, l lowering) []*Node {
 	if len(outs) == 0 || outs[0].Graph().Backend().String() != gobackend.BackendName {
 		return outs
 	}
-	l := lowering{differentiable}
 	var dependent map[*Node]bool // nil: every node
 	if in != nil {
 		dependent = make(map[*Node]bool)
@@ -78,9 +83,9 @@ func lower(outs, in []*Node, differentiable bool) []*Node {
 			changed = changed || inputs[k] != x
 		}
 		switch {
-		case n.Type() == NodeTypeConvGeneral && lowerable(n):
+		case n.Type() == NodeTypeConvGeneral && l.lowers(n):
 			value[n] = l.convAsDot(inputs[0], inputs[1], readConv(n))
-		case n.Type() == NodeTypeSlice && !differentiable && unitStrides(n):
+		case n.Type() == NodeTypeSlice && !l.differentiable && unitStrides(n):
 			bounds := sliceBounds(n)
 			value[n] = l.cut(inputs[0], bounds.starts, bounds.limits, nil)
 		case changed:
@@ -99,8 +104,12 @@ func lower(outs, in []*Node, differentiable bool) []*Node {
 // (a model's forward pass) or for products that are only cloned. GoMLX's VJP of Pad takes only
 // non-negative paddings, and its VJP of DotGeneral only contracting axes in increasing order on
 // the rhs (see compat.go: compatPadVJPNegative, compatDotVJPAxesOrder), so a differentiable
-// lowering cuts by Slice and contracts a kernel laid out as [j…, c, o].
-type lowering struct{ differentiable bool }
+// lowering cuts by Slice and contracts a kernel laid out as [j…, c, o]. It lowers the
+// convolutions with at least minChannels output channels per group (0: all that can be).
+type lowering struct {
+	differentiable bool
+	minChannels    int
+}
 
 // cut returns x restricted to [starts[i], limits[i]) with strides (nil: all 1) on each axis: a
 // Slice when differentiable or a stride exceeds 1, else a Pad with non-positive paddings.
@@ -142,18 +151,28 @@ func convAdjoint(node *Node) *Node {
 	return lowering{differentiable: true}.convAsDot(node.Inputs()[0], k, c)
 }
 
+// minLoweredChannels is the fewest output channels per group of a convolution that lower
+// computes as a product. Each element of the patches, which the lowering copies from the input,
+// is used once per output channel of its group, so with fewer channels the copies outweigh what
+// the packed kernel saves: on the pure-Go backend (compute v0.1.14) a 3×3 convolution of 16
+// channels into 1, the VJP with respect to the kernel of one into 2 or 4, and the depthwise
+// convolutions' VJPs run slower lowered, every measured convolution with 8 or more runs faster
+// (BenchmarkConvLowering).
+const minLoweredChannels = 8
+
 // maxPatchBytes bounds the patches of a convolution that lower computes as a product: beyond
 // it (a batch of large images) the convolution is kept, rather than hold the patches, which take
 // the kernel's spatial size times the input's memory.
 const maxPatchBytes = 1 << 30
 
-// lowerable reports whether lower computes ConvGeneral node n as a product: its dtype is float32
-// or float64, at most one of its group counts exceeds 1 and its patches take at most
-// maxPatchBytes.
-func lowerable(n *Node) bool {
+// lowers reports whether lower computes ConvGeneral node n as a product: its dtype is float32 or
+// float64, at most one of its group counts exceeds 1, it has at least l.minChannels output
+// channels per group and its patches take at most maxPatchBytes.
+func (l lowering) lowers(n *Node) bool {
 	dtype := n.DType()
 	c := readConv(n)
-	if !(dtype == dtypes.Float32 || dtype == dtypes.Float64) || c.channelGroups > 1 && c.batchGroups > 1 {
+	if !(dtype == dtypes.Float32 || dtype == dtypes.Float64) || c.channelGroups > 1 && c.batchGroups > 1 ||
+		n.Shape().Dim(c.axes.OutputChannels) < l.minChannels*c.channelGroups*c.batchGroups {
 		return false
 	}
 	x, k := n.Inputs()[0].Shape(), n.Inputs()[1].Shape()

@@ -1,6 +1,7 @@
 package jvp
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -115,11 +116,11 @@ func TestLowerConvolutions(t *testing.T) {
 				x, k, u, dx, dk := in[0], in[1], in[2], in[3], in[4]
 				y := tc.conv(x, k)
 				vjp := Gradient(ReduceAllSum(Mul(y, u)), x, k)
-				lowered := LowerConvolutions(y)[0]
+				lowered := lower([]*Node{y}, nil, lowering{differentiable: true})[0]
 				loweredVJP := Gradient(ReduceAllSum(Mul(lowered, u)), x, k)
-				products := slices.Concat(lowerConvolutions(vjp, []*Node{u}),
-					lowerConvolutions([]*Node{tc.conv(dx, k), tc.conv(x, dk)}, []*Node{dx, dk}),
-					lowerConvolutions(loweredVJP, []*Node{u}))
+				products := slices.Concat(lower(vjp, []*Node{u}, lowering{}),
+					lower([]*Node{tc.conv(dx, k), tc.conv(x, dk)}, []*Node{dx, dk}, lowering{}),
+					lower(loweredVJP, []*Node{u}, lowering{}))
 				outs := slices.Concat([]*Node{lowered}, products)
 				left = countConvs(outs)
 				for _, n := range Dependents(products, []*Node{u, dx, dk}) {
@@ -154,36 +155,80 @@ func TestLowerConvolutions(t *testing.T) {
 	}
 }
 
-// TestLinearizeConvolutions checks Linearize on every convCase, its products built through the
-// convolution pass and, for the kernels of even size, convAdjoint: J v equals GoMLX's
-// convolutions of the tangents (a convolution is bilinear, so J (ẋ, k̇) = y(ẋ, k) + y(x, k̇)) to
-// 1e-12, and ⟨J (ẋ, k̇), u⟩ = ⟨ẋ, Jₓᵀu⟩ + ⟨k̇, Jₖᵀu⟩ to 1e-12.
+// TestLinearizeConvolutions checks Linearize on every convCase, as it is and with its channel
+// counts times minLoweredChannels, its products built through the convolution pass (which
+// lowers every convolution of the wider cases and keeps those with fewer output channels per
+// group) and, for the kernels of even size, convAdjoint: J v equals GoMLX's convolutions of the
+// tangents (a convolution is bilinear, so J (ẋ, k̇) = y(ẋ, k) + y(x, k̇)) to 1e-12, and
+// ⟨J (ẋ, k̇), u⟩ = ⟨ẋ, Jₓᵀu⟩ + ⟨k̇, Jₖᵀu⟩ to 1e-12.
 func TestLinearizeConvolutions(t *testing.T) {
-	for _, tc := range convCases {
-		t.Run(tc.name, func(t *testing.T) {
-			xDims, kDims, _ := tc.shapes()
-			rng := rand.New(rand.NewPCG(7, 19))
-			x, k := ref.RandVec(rng, size(xDims)), ref.RandVec(rng, size(kDims))
-			dx, dk := ref.RandVec(rng, size(xDims)), ref.RandVec(rng, size(kDims))
-			var yDims []int
-			run(t, func(in []*Node) []*Node {
-				y := tc.conv(in[0], in[1])
-				yDims = y.Shape().Dimensions
-				return []*Node{y}
-			}, tensors.FromFlatDataAndDimensions(x, xDims...), tensors.FromFlatDataAndDimensions(k, kDims...))
-			u := ref.RandVec(rng, size(yDims))
-			out := run(t, func(in []*Node) []*Node {
-				x, k, u, dx, dk := in[0], in[1], in[2], in[3], in[4]
-				lin := Linearize([]*Node{tc.conv(x, k)}, []*Node{x, k})
-				want := Add(tc.conv(dx, k), tc.conv(x, dk))
-				return slices.Concat(lin.JVP(dx, dk), lin.VJP(u), []*Node{want})
-			}, tensors.FromFlatDataAndDimensions(x, xDims...), tensors.FromFlatDataAndDimensions(k, kDims...),
-				tensors.FromFlatDataAndDimensions(u, yDims...), tensors.FromFlatDataAndDimensions(dx, xDims...),
-				tensors.FromFlatDataAndDimensions(dk, kDims...))
-			jv, vx, vk, want := out[0], out[1], out[2], out[3]
-			ref.Check(t, "J v vs y(ẋ, k) + y(x, k̇) (relative)", ref.RelErr(jv, want), 1e-12)
-			ref.Check(t, "⟨J v, u⟩ vs ⟨v, Jᵀu⟩ (relative)", relDiff(ref.Dot(jv, u), ref.Dot(dx, vx)+ref.Dot(dk, vk)), 1e-12)
-		})
+	for _, narrow := range convCases {
+		for _, width := range []int{1, minLoweredChannels} {
+			tc := narrow
+			tc.c, tc.out = width*tc.c, width*tc.out
+			t.Run(fmt.Sprintf("%s, channels ×%d", tc.name, width), func(t *testing.T) {
+				xDims, kDims, _ := tc.shapes()
+				rng := rand.New(rand.NewPCG(7, 19))
+				x, k := ref.RandVec(rng, size(xDims)), ref.RandVec(rng, size(kDims))
+				dx, dk := ref.RandVec(rng, size(xDims)), ref.RandVec(rng, size(kDims))
+				var yDims []int
+				run(t, func(in []*Node) []*Node {
+					y := tc.conv(in[0], in[1])
+					yDims = y.Shape().Dimensions
+					return []*Node{y}
+				}, tensors.FromFlatDataAndDimensions(x, xDims...), tensors.FromFlatDataAndDimensions(k, kDims...))
+				u := ref.RandVec(rng, size(yDims))
+				left := 0
+				out := run(t, func(in []*Node) []*Node {
+					x, k, u, dx, dk := in[0], in[1], in[2], in[3], in[4]
+					lin := Linearize([]*Node{tc.conv(x, k)}, []*Node{x, k})
+					products := slices.Concat(lin.JVP(dx, dk), lin.VJP(u))
+					left = countConvs(Dependents(products, []*Node{u, dx, dk}))
+					return slices.Concat(products, []*Node{Add(tc.conv(dx, k), tc.conv(x, dk))})
+				}, tensors.FromFlatDataAndDimensions(x, xDims...), tensors.FromFlatDataAndDimensions(k, kDims...),
+					tensors.FromFlatDataAndDimensions(u, yDims...), tensors.FromFlatDataAndDimensions(dx, xDims...),
+					tensors.FromFlatDataAndDimensions(dk, kDims...))
+				if width == minLoweredChannels && left != 0 {
+					t.Errorf("%d ConvGeneral nodes left in the products", left)
+				}
+				jv, vx, vk, want := out[0], out[1], out[2], out[3]
+				ref.Check(t, "J v vs y(ẋ, k) + y(x, k̇) (relative)", ref.RelErr(jv, want), 1e-12)
+				ref.Check(t, "⟨J v, u⟩ vs ⟨v, Jᵀu⟩ (relative)", relDiff(ref.Dot(jv, u), ref.Dot(dx, vx)+ref.Dot(dk, vk)), 1e-12)
+			})
+		}
+	}
+}
+
+// TestLowerConvolutionsKeepsNarrow checks that LowerConvolutions and the products' pass keep a
+// convolution with fewer than minLoweredChannels output channels per group and lower one with
+// that many (the graphs are built, never run).
+func TestLowerConvolutionsKeepsNarrow(t *testing.T) {
+	for _, tc := range []struct {
+		conv convCase
+		kept bool
+	}{
+		{convCase{name: "16 → 4", n: 8, c: 16, out: 4, spatial: []int{8, 8}, kernel: []int{3, 3}}, true},
+		{convCase{name: "16 → 8", n: 8, c: 16, out: 8, spatial: []int{8, 8}, kernel: []int{3, 3}}, false},
+		{convCase{name: "depthwise, 2 per group", n: 8, c: 16, out: 32, spatial: []int{8, 8}, kernel: []int{3, 3}, groups: 16}, true},
+		{convCase{name: "2 groups of 8", n: 8, c: 16, out: 16, spatial: []int{8, 8}, kernel: []int{3, 3}, groups: 2}, false},
+		{convCase{name: "batch groups, 4 per group", n: 8, c: 16, out: 8, spatial: []int{8, 8}, kernel: []int{3, 3}, batchGroups: 2}, true},
+	} {
+		xDims, kDims, _ := tc.conv.shapes()
+		g := NewGraph(testBackend, "narrow")
+		x := Parameter(g, "x", shapes.Make(dtypes.Float32, xDims...))
+		k := Parameter(g, "k", shapes.Make(dtypes.Float32, kDims...))
+		y := tc.conv.conv(x, k)
+		want := 0
+		if tc.kept {
+			want = 1
+		}
+		if got := countConvs(LowerConvolutions(y)); got != want {
+			t.Errorf("%s: LowerConvolutions left %d ConvGeneral nodes, want %d", tc.conv.name, got, want)
+		}
+		if got := countConvs(lowerConvolutions([]*Node{y}, []*Node{x})); got != want {
+			t.Errorf("%s: the products' pass left %d ConvGeneral nodes, want %d", tc.conv.name, got, want)
+		}
+		g.Finalize()
 	}
 }
 

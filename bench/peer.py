@@ -6,6 +6,7 @@ One command (from the repository root):
     bench/peer.py            # or: /usr/bin/python3 bench/peer.py [--steps-small N] [--steps-large N]
     bench/peer.py --scale    # the growth axes: BenchmarkStepScale's shapes, table and figure
     bench/peer.py --zoo      # the model zoo's cost benchmarks, the CNN beside its PyTorch peer
+    bench/peer.py --conv     # convolutions direct and lowered to matrix products (jvp)
 
 It builds the experiments/train test binary in the SIMD build (GOEXPERIMENT=simd) with go.mod's
 toolchain (GOTOOLCHAIN set from its toolchain line, as .ci/toolchain.sh does), then for every
@@ -22,6 +23,10 @@ zoo's cost benchmarks (BenchmarkModelZoo, BenchmarkZooFixedCG and BenchmarkZooPr
 zoo model and for the CNN lowered to matrix products by jvp.LowerConvolutions) alternating with the
 same CNN's products and steps in PyTorch (bench/cnn_peer.py), and rewrites BENCHMARKS.md's zoo cost
 section with the medians, their ranges and the sgemm-equivalent floor of the CNN's products.
+With --conv it builds jvp's test binary and runs BenchmarkConvLowering --runs times over, and
+rewrites the section on convolutions lowered to matrix products. Every mode with --avx2 runs the
+Go benchmarks (and the peer) on AVX2 kernels and writes a section of its own.
+bench/regenerate.sh runs every mode that writes a section of issue 33's tables in turn.
 
 Requirements (Debian; a development tool, never a runtime dependency of the project):
     apt-get install python3-torch python3-numpy python3-threadpoolctl libopenblas0-pthread
@@ -91,8 +96,8 @@ ADAM_LR, STEP_SIZE, LAMBDA, CG_MAX_ITER, CG_TOL = 1e-3, 1.0, 1.0, 5, 1e-5
 SATURATION_FLOOR = float(np.finfo(np.float32).eps) ** 2
 THREADS = 2
 def marker(mode, end=False):
-    """The marker that begins (or ends) the section of BENCHMARKS.md that mode ("", "--scale" or
-    "--zoo") writes, with --avx2 for the run on AVX2 kernels."""
+    """The marker that begins (or ends) the section of BENCHMARKS.md that mode ("", "--scale",
+    "--zoo" or "--conv") writes, with --avx2 for the run on AVX2 kernels."""
     words = " ".join(w for w in ("bench/peer.py", mode, "--avx2" if AVX2 else "") if w)
     return f"<!-- {words}: {'end' if end else 'begin'} -->"
 
@@ -787,6 +792,67 @@ def zoo_report(go, peer, floors, runs, loads, machine, started):
     return "\n".join(lines) + "\n"
 
 
+CONV_BEGIN, CONV_END = marker("--conv"), marker("--conv", True)
+CONV_CALLS = 10  # calls of each convolution, direct and lowered, per run
+
+
+def measure_conv(binary, root, runs):
+    """Runs BenchmarkConvLowering runs times over; returns {(case, product): [metrics of each run]}."""
+    cells = {}
+    for run in range(runs):
+        load = load_average()
+        for name, metrics in time_go_all(binary, root, "BenchmarkConvLowering/.*/.*", CONV_CALLS, "jvp").items():
+            metrics["load"] = load
+            cells.setdefault(tuple(name.split("/")), []).append(metrics)
+        print(f"run {run + 1}/{runs}: BenchmarkConvLowering done (load {load_average():.2f})", flush=True)
+    return cells
+
+
+def conv_report(cells, runs, loads, machine, started):
+    """The section of BENCHMARKS.md on convolutions lowered to matrix products."""
+    go_version, modules = machine["go"]
+    all_loads = [m["load"] for ms in cells.values() for m in ms]
+
+    def fmt(values, digits):
+        m, lo, hi = median(values), min(values), max(values)
+        return f"{m:.{digits}f}" if runs == 1 else f"{m:.{digits}f} ({lo:.{digits}f}-{hi:.{digits}f})"
+
+    lines = [
+        CONV_BEGIN,
+        "## Convolutions as matrix products" + (" (AVX2 kernels)" if AVX2 else ""),
+        "",
+        "Written by `bench/peer.py --conv" + (" --avx2" if AVX2 else "") + "` (regenerate with that command): "
+        "`BenchmarkConvLowering` (jvp/convlower_bench_test.go), float32,",
+        "the convolutions of `benchConvCases` (the zoo's CNN and text CNN and common layers beside them) and the two",
+        "convolutions of GoMLX's VJP of each (with respect to the input and to the kernel), each computed",
+        "by the pure-Go backend's direct convolution and lowered to a product of its patches as `jvp`'s",
+        "convolution pass lowers it, the two called in turn "
+        f"{CONV_CALLS} times each per run, {runs} runs; cells are medians (ranges). The pass",
+        "lowers a convolution with at least 8 output channels per group (`minLoweredChannels`; last",
+        "column) and keeps the others, which the rows with fewer show slower lowered.",
+        "",
+        f"- date: {started:%Y-%m-%d}; 1-minute load average {loads[0]:.2f} at start, {loads[1]:.2f} at end, "
+        f"{min(all_loads):.2f}-{max(all_loads):.2f} at the runs (the benchmark's own threads included)",
+        f"- machine: {machine['cpu']}; {platform.system()} {platform.release()}",
+        f"- Go: {go_version}, {modules}, backend: pure Go (default), GOEXPERIMENT=simd",
+    ]
+    if max(list(loads) + all_loads) > THREADS + 0.5:
+        lines += ["", f"The machine was shared with other jobs (1-minute load up to {max(list(loads) + all_loads):.1f} "
+                  f"on {os.cpu_count()} logical CPUs): the two columns of a row ran in turn under the same load, so "
+                  "their ratio means more than either; regenerate them in a quiet window."]
+    lines += [
+        "",
+        "| convolution | product | direct ms | lowered ms | lowered / direct | lowered by the pass |",
+        "|---|---|---|---|---|---|",
+    ]
+    for (case, product), ms in cells.items():
+        lines.append(f"| {case} | {product} | {fmt([m['direct-ms'] for m in ms], 2)} | "
+                     f"{fmt([m['lowered-ms'] for m in ms], 2)} | {fmt([m['lowered/direct'] for m in ms], 2)} | "
+                     f"{'yes' if ms[0]['pass-lowers'] else 'no'} |")
+    lines.append(CONV_END)
+    return "\n".join(lines) + "\n"
+
+
 def measure(binary, root, shapes, steps_of, scale, runs=1):
     """Runs every method at every (b, C) of shapes, Go then PyTorch, runs times over (each run
     through every cell, so that drift in the machine's speed spreads over the cells); returns the
@@ -834,8 +900,10 @@ def main():
                         help="with --scale, timed steps of every cell (default: scale_steps, 3 to 40 by the shape)")
     parser.add_argument("--zoo", action="store_true",
                         help="run the model zoo's cost benchmarks and the CNN's PyTorch peer instead and write the zoo section")
+    parser.add_argument("--conv", action="store_true",
+                        help="run jvp's BenchmarkConvLowering instead and write the section on convolutions as products")
     parser.add_argument("--runs", type=int, default=5,
-                        help="with --scale or --zoo, how many times every cell is run (medians and spreads reported)")
+                        help="with --scale, --zoo or --conv, how many times every cell is run (medians and spreads reported)")
     parser.add_argument("--avx2", action="store_true",
                         help="run the Go benchmarks and the PyTorch peer on their AVX2 kernels on an AVX-512 machine "
                              "and write the sections marked --avx2")
@@ -850,6 +918,15 @@ def main():
     load_start = load_average()
     if args.runs < 1:
         sys.exit("bench/peer.py: --runs must be ≥ 1")
+    if args.conv:
+        with tempfile.TemporaryDirectory() as tmp:
+            binary = os.path.join(tmp, "jvp.test")
+            build_go_test(root, binary, "./jvp")
+            cells = measure_conv(binary, root, args.runs)
+        section = conv_report(cells, args.runs, (load_start, load_average()), machine, started)
+        write_section(os.path.join(root, args.out), section, CONV_BEGIN, CONV_END)
+        print(section)
+        return
     if args.zoo:
         with tempfile.TemporaryDirectory() as tmp:
             binary = os.path.join(tmp, "zoo.test")

@@ -10,10 +10,10 @@ import (
 )
 
 // LowerConvolutions returns outputs computed with every convolution they depend on (ConvGeneral,
-// what layers.Convolution and graph.Convolve build) as one matrix product of the input's patches
-// and the kernel (im2col), on the pure-Go backend, whose packed matrix kernel runs the product
-// many times faster than its direct convolution; on any other backend it returns outputs as they
-// are. A model opts in by returning LowerConvolutions(logits)[0]: the values are GoMLX's
+// what layers.Convolution and graph.Convolve build) that has at least 8 output channels per group
+// (minLoweredChannels) as one matrix product of the input's patches and the kernel (im2col), on
+// the pure-Go backend, whose packed matrix kernel runs the product many times faster than its
+// direct convolution; on any other backend it returns outputs as they are. A model opts in by returning LowerConvolutions(logits)[0]: the values are GoMLX's
 // convolutions' to rounding, GoMLX's reverse mode differentiates the lowered graph (slices,
 // concatenations and a product), and Linearize's products and Linearization.At follow it. The
 // patches take the kernel's spatial size times the input's memory. Linearize lowers the
@@ -23,9 +23,9 @@ func LowerConvolutions(outputs ...*Node) []*Node {
 	return lower(outputs, nil, lowering{differentiable: true, minChannels: minLoweredChannels})
 }
 
-// lowerConvolutions is the pass of Linearize's products (passes) that computes every
-// ConvGeneral node between in and outs as one matrix product (see LowerConvolutions), on the
-// pure-Go backend. The products are cloned, never differentiated, so they are built for speed
+// lowerConvolutions is the pass of Linearize's products (passes) that computes the ConvGeneral
+// nodes between in and outs as matrix products as LowerConvolutions does, on the pure-Go
+// backend. The products are cloned, never differentiated, so they are built for speed
 // alone: the slices of stride 1 are Pad nodes with negative paddings, which the pure-Go backend
 // copies in contiguous runs where it copies a Slice element by element (the pass rewrites the
 // products' other Slice nodes of stride 1 so too, such as those of a lowered model's patches and

@@ -37,7 +37,8 @@ var benchConvCases = []convCase{
 // lowers them, whatever their channels (lower with minChannels 0; every input a parameter, so
 // that the patches are formed on every call, where the products form those of a primal
 // activation once per step): what minLoweredChannels is chosen from. Each iteration calls the
-// two in turn, so that both see the same load; it reports both in ms and their ratio. Run it in
+// two in turn, so that both see the same load; it reports both in ms, their ratio, and
+// pass-lowers, 1 when the pass lowers the convolution (minLoweredChannels), else 0. Run it in
 // the SIMD build: GOEXPERIMENT=simd go test -run '^$' -bench ConvLowering ./jvp (with
 // GODEBUG=cpu.avx512f=off for the AVX2 kernels).
 func BenchmarkConvLowering(b *testing.B) {
@@ -52,10 +53,14 @@ func BenchmarkConvLowering(b *testing.B) {
 			{"VJP-kernel", func(x, k, u *Node) *Node { return Gradient(ReduceAllSum(Mul(tc.conv(x, k), u)), k)[0] }},
 		} {
 			b.Run(tc.name+"/"+product.name, func(b *testing.B) {
-				var yDims []int
 				g := NewGraph(testBackend, "shape")
-				yDims = tc.conv(Parameter(g, "x", shapes.Make(dtypes.Float32, xDims...)),
-					Parameter(g, "k", shapes.Make(dtypes.Float32, kDims...))).Shape().Dimensions
+				xp, kp := Parameter(g, "x", shapes.Make(dtypes.Float32, xDims...)), Parameter(g, "k", shapes.Make(dtypes.Float32, kDims...))
+				y := tc.conv(xp, kp)
+				yDims := y.Shape().Dimensions
+				passLowers := 0.0
+				if countConvs(lowerConvolutions([]*Node{product.build(xp, kp, Parameter(g, "u", y.Shape()))}, []*Node{xp, kp})) == 0 {
+					passLowers = 1
+				}
 				g.Finalize()
 				rng := rand.New(rand.NewPCG(1, 2))
 				x, k, u := randTensor(rng, xDims), randTensor(rng, kDims), randTensor(rng, yDims)
@@ -82,6 +87,7 @@ func BenchmarkConvLowering(b *testing.B) {
 				b.ReportMetric(ms(tDirect), "direct-ms")
 				b.ReportMetric(ms(tLowered), "lowered-ms")
 				b.ReportMetric(float64(tLowered)/float64(tDirect), "lowered/direct")
+				b.ReportMetric(passLowers, "pass-lowers")
 			})
 		}
 	}

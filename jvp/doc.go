@@ -98,9 +98,10 @@
 // the nodes that depend on those inputs. Before the first application, each product goes through
 // the package's passes, rewrites that keep its values and move work out of the clones. On the
 // pure-Go backend, whose direct convolution is many times slower than its matrix product, the
-// convolution pass (convlower.go) computes each convolution as one matrix product of its input's
-// patches and its kernel (im2col), the patches of an input that does not depend on the map's
-// inputs formed once; other backends keep their convolutions. Then relayout (relayout.go) lays
+// convolution pass (convlower.go) computes each convolution with enough output channels per
+// group to pay for it as one matrix product of its input's patches and its kernel (im2col), the
+// patches of an input that does not depend on the map's inputs formed once; other backends keep
+// their convolutions. Then relayout (relayout.go) lays
 // out the operands of matrix products once, as the pure-Go backend's DotGeneral multiplies them
 // without copying; other backends compute the same values from the rewritten graph.
 // LowerConvolutions offers the convolution pass to a model's own forward pass, and At lowers the

@@ -826,10 +826,11 @@ def conv_report(cells, runs, loads, machine, started):
         "the convolutions of `benchConvCases` (the zoo's CNN and text CNN and common layers beside them) and the two",
         "convolutions of GoMLX's VJP of each (with respect to the input and to the kernel), each computed",
         "by the pure-Go backend's direct convolution and lowered to a product of its patches as `jvp`'s",
-        "convolution pass lowers it, the two called in turn "
-        f"{CONV_CALLS} times each per run, {runs} runs; cells are medians (ranges). The pass",
-        "lowers a convolution with at least 8 output channels per group (`minLoweredChannels`; last",
-        "column) and keeps the others, which the rows with fewer show slower lowered.",
+        f"convolution pass lowers it, the two called in turn {CONV_CALLS} times each per run, "
+        + (f"{runs} runs; cells are medians (ranges)." if runs > 1 else "one run."),
+        "The pass lowers a convolution with at least 8 output channels per group (`minLoweredChannels`;",
+        "last column) and keeps the others: with fewer, some run slower lowered and some faster, and",
+        "the rule takes none of them.",
         "",
         f"- date: {started:%Y-%m-%d}; 1-minute load average {loads[0]:.2f} at start, {loads[1]:.2f} at end, "
         f"{min(all_loads):.2f}-{max(all_loads):.2f} at the runs (the benchmark's own threads included)",

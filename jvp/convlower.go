@@ -13,12 +13,12 @@ import (
 // what layers.Convolution and graph.Convolve build) that has at least 8 output channels per group
 // (minLoweredChannels) as one matrix product of the input's patches and the kernel (im2col), on
 // the pure-Go backend, whose packed matrix kernel runs the product many times faster than its
-// direct convolution; on any other backend it returns outputs as they are. A model opts in by returning LowerConvolutions(logits)[0]: the values are GoMLX's
-// convolutions' to rounding, GoMLX's reverse mode differentiates the lowered graph (slices,
-// concatenations and a product), and Linearize's products and Linearization.At follow it. The
-// patches take the kernel's spatial size times the input's memory. Linearize lowers the
-// convolutions of its own products, and At those of the outputs it evaluates, whether or not the
-// model opts in (lowerConvolutions).
+// direct convolution; on any other backend it returns outputs as they are. A model opts in by
+// returning LowerConvolutions(logits)[0]: the values are GoMLX's convolutions' to rounding,
+// GoMLX's reverse mode differentiates the lowered graph (slices, concatenations and a product),
+// and Linearize's products and Linearization.At follow it. The patches take the kernel's spatial
+// size times the input's memory. Linearize lowers the convolutions of its own products, and At
+// those of the outputs it evaluates, whether or not the model opts in (lowerConvolutions).
 func LowerConvolutions(outputs ...*Node) []*Node {
 	return lower(outputs, nil, lowering{differentiable: true, minChannels: minLoweredChannels})
 }
@@ -40,8 +40,8 @@ func lowerConvolutions(outs, in []*Node) []*Node {
 // lower returns outs rebuilt with every ConvGeneral node that depends on in (every one reached
 // from outs when in is nil) and that l lowers (lowering.lowers) computed as a matrix product, on
 // the pure-Go backend, and when not differentiable the Slice nodes of stride 1 that depend on in
-// as crops (lowering.cut). A
-// convolution with channel groups G and batch groups G_b (one of them 1),
+// as crops (lowering.cut). A convolution with channel groups G and batch groups G_b (one of them
+// 1),
 //
 //	y[n, o, p] = Σ_{j, c} x̂[g_b(o)·N' + n, g(o)·C' + c, p·s + j·δ] · k[c, o, j],
 //

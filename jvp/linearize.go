@@ -54,10 +54,10 @@ type Linearization struct {
 //
 // Both products are built once, from placeholder inputs, by the first call of JVP, VJP or
 // WhileSafe, which must not be made inside a While body, and then rewritten by the package's
-// passes (the convolution pass, relayout). Every later call clones the nodes between the placeholders and the product
-// with its own input substituted: it differentiates nothing, may be made inside a While body
-// (see WhileSafe), and reuses the forward nodes of outputs, so the forward pass is computed once
-// whatever the number of products.
+// passes (the convolution pass, relayout). Every later call clones the nodes between the
+// placeholders and the product with its own input substituted: it differentiates nothing, may be
+// made inside a While body (see WhileSafe), and reuses the forward nodes of outputs, so the
+// forward pass is computed once whatever the number of products.
 func Linearize(outputs, wrt []*Node) *Linearization {
 	if len(wrt) == 0 {
 		exceptions.Panicf("jvp.Linearize: no nodes to differentiate with respect to")

@@ -198,8 +198,8 @@ func trialLogits(lin Linearization, zs *Node, updated Vec) *Node {
 }
 
 // measureStep returns the predicted and actual decreases of the step s = α d (see
-// DampingPolicy) and the trial loss L(w + s). With z_s = J_z s (one logit JVP) and
-// g = (1/b) J_zᵀ(p − y) (eqs. 2.11, 3.8):
+// DampingPolicy), α the scalar stepSize, and the trial loss L(w + s). With z_d = J_z d (zd, one
+// logit JVP), z_s = α z_d and g = (1/b) J_zᵀ(p − y) (eqs. 2.11, 3.8):
 //
 //	gᵀs      = (1/b) Σ_i (p_i − y_i)ᵀ z_s,i,
 //	sᵀH_FGN s = (1/b) Σ_i q_i (∇_z s_iᵀ z_s,i)²                       (eq. 3.8, J s = rowsum(∇_z s ⊙ z_s)),
@@ -207,11 +207,11 @@ func trialLogits(lin Linearization, zs *Node, updated Vec) *Node {
 //
 // With a regulariser R (reg, nil for none) the loss is L + R: the model adds ∇Rᵀs + ½ sᵀD s (D the
 // Hessian of R's L2 terms), the actual decrease R(w) − R(w + s), and the trial loss is L + R.
-func measureStep(lin Linearization, labels *Node, dir *Direction, alpha *Node, updated Vec,
+func measureStep(lin Linearization, labels *Node, dir *Direction, zd, stepSize *Node, updated Vec,
 	fgnCurvature bool, reg *regularisation) (predicted, actual, trialLoss *Node) {
 	z := lin.Logits()
 	m := NewMargin(z, labels)
-	zs := Mul(ConvertDType(alpha, z.DType()), lin.JVP(dir.D)) // J_z s
+	zs := Mul(ConvertDType(stepSize, z.DType()), zd)
 	probs := Softmax(z, -1)
 	slope := ReduceAllMean(ReduceSum(Mul(Sub(probs, m.OneHot), zs), -1))
 	var curvature *Node
@@ -219,8 +219,7 @@ func measureStep(lin Linearization, labels *Node, dir *Direction, alpha *Node, u
 		js := ReduceSum(Mul(m.GradS, zs), -1)
 		curvature = ReduceAllMean(Mul(m.Q, Square(js)))
 	} else {
-		pz := ReduceSum(Mul(probs, zs), -1)
-		curvature = ReduceAllMean(Sub(ReduceSum(Mul(probs, Square(zs)), -1), Square(pz)))
+		curvature = ggnCurvature(probs, zs)
 	}
 	loss := dir.Loss
 	trialLoss = ReduceAllMean(NewMargin(trialLogits(lin, zs, updated), labels).Loss)
@@ -311,15 +310,17 @@ func gradientNoise(c *Node) *Node {
 }
 
 // stepDamping returns the damping telemetry of the step from w = lin.Params() to updated = w + αd
-// on the loss regularised by reg (nil for none). For an adaptive policy it measures ρ and sets
-// the next λ, kept (the state, lambdaState) when the step is not finite.
-func (o *gnOptimizer) stepDamping(lin Linearization, labels *Node, dir *Direction, alpha *Node, updated Vec,
+// on the loss regularised by reg (nil for none), zd = J_z d and α = stepSize. For an adaptive
+// policy it measures ρ and sets the next λ, kept (the state, lambdaState) when the step is not
+// finite. The model's curvature is FGN's for FGN, the GGN's for SGN and for FGN at the GGN's step
+// length (Settings.GGNStepLength), whose step is chosen on the GGN model.
+func (o *gnOptimizer) stepDamping(lin Linearization, labels *Node, dir *Direction, zd, stepSize *Node, updated Vec,
 	lambdaState *Node, reg *regularisation) *StepDamping {
 	if !o.c.damping.Adaptive() {
 		return &StepDamping{Used: dir.lambda, Next: dir.lambda, Curvature: dir.scale.curvature, Noise: dir.scale.noise,
 			Accepted: dir.Finite}
 	}
-	predicted, actual, trialLoss := measureStep(lin, labels, dir, alpha, updated, o.c.fgn, reg)
+	predicted, actual, trialLoss := measureStep(lin, labels, dir, zd, stepSize, updated, o.c.fgn && !o.c.s.GGNStepLength, reg)
 	rho := gainRatio(predicted, actual)
 	decreased := GreaterOrEqual(actual, ZerosLike(actual))
 	state := ConvertDType(lambdaState, dir.lambda.DType())

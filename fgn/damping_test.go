@@ -23,6 +23,8 @@ var lmCases = []struct {
 	{"FGN affine closed form", FGN, false},
 	{"FGN affine matrix-free", func() *GNConfig { return FGN().RowOperator(MatrixFree) }, false},
 	{"FGN mlp autodiff", FGN, true},
+	{"FGN affine closed form, FGN's step length", func() *GNConfig { return FGN().GGNStepLength(false) }, false},
+	{"FGN mlp autodiff, FGN's step length", func() *GNConfig { return FGN().GGNStepLength(false) }, true},
 	{"SGN affine", SGN, false},
 	{"SGN mlp autodiff", SGN, true},
 }
@@ -30,6 +32,7 @@ var lmCases = []struct {
 // lmStep is one optimizer step's telemetry, with the flattened direction and parameters.
 type lmStep struct {
 	loss, lambda, next, mu, nu, predicted, actual, rho float64
+	tau                                                float64 // Direction.StepLength, 1 when nil
 	accepted                                           bool
 	d, before, after                                   []float64
 }
@@ -41,8 +44,12 @@ func (m *optModel) lmSteps(t *testing.T, opt Optimizer, p *problem, n int) []lmS
 		scope.Store().SetTraining(h.Graph(), true) // a step graph: the variables are its inputs
 		dir := opt.UpdateGraphWithLinearization(scope, m.lin(h), labels)
 		dd := dir.Damping
+		tau := dir.StepLength
+		if tau == nil {
+			tau = OnesLike(dir.Loss)
+		}
 		return []*Node{dir.Loss, dd.Used, dd.Next, dd.Curvature, dd.Noise, dd.Predicted, dd.Actual, dd.Rho,
-			flattenVec(dir.D), dd.Accepted}
+			flattenVec(dir.D), dd.Accepted, tau}
 	})
 	steps := make([]lmStep, n)
 	for k := range steps {
@@ -56,7 +63,8 @@ func (m *optModel) lmSteps(t *testing.T, opt Optimizer, p *problem, n int) []lmS
 			v[i] = flat64(out[i])[0]
 		}
 		steps[k] = lmStep{loss: v[0], lambda: v[1], next: v[2], mu: v[3], nu: v[4], predicted: v[5], actual: v[6],
-			rho: v[7], d: flat64(out[8]), accepted: tensors.ToScalar[bool](out[9]), before: before, after: m.flatParams()}
+			rho: v[7], d: flat64(out[8]), accepted: tensors.ToScalar[bool](out[9]), tau: flat64(out[10])[0],
+			before: before, after: m.flatParams()}
 	}
 	return steps
 }
@@ -91,9 +99,10 @@ func batchLoss(t *testing.T, p *problem, mlp bool, w []float64) float64 {
 
 // TestLMDecreasesMatchDense checks an LM step's telemetry against float64 dense references: the
 // curvature scale μ = gᵀH g/‖g‖², the gradient noise ν from the examples' gradients along g, the
-// damping max(λ, κμ·min(ν, 1)) the step was solved with, the
-// predicted decrease −(α gᵀd + ½α² dᵀH d) with g and H = H_FGN or H_GGN from the dense forms (newDense), the
-// actual decrease L(w) − L(w + αd) evaluated at the stepped parameters, and ρ their ratio.
+// damping max(λ, κμ·min(ν, 1)) the step was solved with, FGN's step length τ = −gᵀd/dᵀ(H_GGN + λI)d
+// (1 with FGN's own step length and for SGN), the predicted decrease −(ατ gᵀd + ½(ατ)² dᵀH d) with
+// g and H = H_FGN (FGN at its own step length) or H_GGN from the dense forms (newDense), the
+// actual decrease L(w) − L(w + ατd) evaluated at the stepped parameters, and ρ their ratio.
 func TestLMDecreasesMatchDense(t *testing.T) {
 	const alpha, lambda = 0.7, 0.3
 	p := newProblem(41, 9, 5, 4, 3, 1)
@@ -101,19 +110,30 @@ func TestLMDecreasesMatchDense(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newOptModel(p, tc.mlp, false)
 			opt := tc.opt().LearningRate(alpha).Damping(lambda).DampingPolicy(LevenbergMarquardt()).Done()
+			c := opt.(*gnOptimizer).c
 			s := m.lmSteps(t, opt, p, 1)[0]
 			dn := runDense(t, p, tc.mlp)
-			h := dn.fgn
-			if !opt.(*gnOptimizer).c.fgn {
-				h = dn.ggn
+			h := dn.ggn
+			if c.fgn && !c.s.GGNStepLength {
+				h = dn.fgn
 			}
-			var gd, dhd, gg, ghg float64
+			var gd, dhd, dgd, dd, gg, ghg float64
 			for i := range dn.d {
 				gd += dn.grad[i] * s.d[i]
+				dd += s.d[i] * s.d[i]
 				gg += dn.grad[i] * dn.grad[i]
 				for j := range dn.d {
 					dhd += s.d[i] * h[i*dn.d+j] * s.d[j]
+					dgd += s.d[i] * dn.ggn[i*dn.d+j] * s.d[j]
 					ghg += dn.grad[i] * h[i*dn.d+j] * dn.grad[j]
+				}
+			}
+			if c.fgn { // μ is measured on the direction's own curvature
+				ghg = 0
+				for i := range dn.d {
+					for j := range dn.d {
+						ghg += dn.grad[i] * dn.fgn[i*dn.d+j] * dn.grad[j]
+					}
 				}
 			}
 			check(t, "curvature scale μ vs dense gᵀHg/‖g‖²", math.Abs(s.mu-ghg/gg)/(ghg/gg), 1e-10)
@@ -121,12 +141,22 @@ func TestLMDecreasesMatchDense(t *testing.T) {
 			check(t, "gradient noise ν vs dense", math.Abs(s.nu-nu)/nu, 1e-10)
 			wantLambda := math.Max(lambda, LevenbergMarquardt().NoiseFloor*ghg/gg*math.Min(nu, 1))
 			check(t, "damping solved with vs max(λ, κμ)", math.Abs(s.lambda-wantLambda)/wantLambda, 1e-10)
-			predicted := -(alpha*gd + 0.5*alpha*alpha*dhd)
+			tau := 1.0
+			if c.fgn && c.s.GGNStepLength {
+				tau = math.Min(-gd/(dgd+s.lambda*dd), 1)
+				if !(tau < 1) {
+					t.Errorf("FGN's step length τ = %g, want < 1 on a batch of %d classes", tau, p.c)
+				}
+			}
+			check(t, "step length τ vs dense −gᵀd/dᵀ(H_GGN + λI)d", math.Abs(s.tau-tau)/tau, 1e-10)
+			step := alpha * tau
+			predicted := -(step*gd + 0.5*step*step*dhd)
 			check(t, "predicted decrease vs dense", math.Abs(s.predicted-predicted)/math.Abs(predicted), 1e-10)
 			trial := make([]float64, len(s.before))
 			for i := range trial {
-				trial[i] = s.before[i] + alpha*s.d[i]
+				trial[i] = s.before[i] + step*s.d[i]
 			}
+			check(t, "parameters after the step vs w + ατd", ref.RelErr(s.after, trial), 1e-13)
 			l0 := batchLoss(t, p, tc.mlp, s.before)
 			actual := l0 - batchLoss(t, p, tc.mlp, trial)
 			check(t, "actual decrease vs float64 evaluation (relative to the loss)", math.Abs(s.actual-actual)/l0, 1e-13)
@@ -226,7 +256,8 @@ func TestLMAdapts(t *testing.T) {
 }
 
 // TestConstantDampingUnchanged checks that the paper's policy, ConstantDamping, takes the step
-// w + α d of the public direction functions bit for bit and adds no state variable.
+// w + α d of the public direction functions bit for bit (FGN at its full step length,
+// GGNStepLength off, as the paper's) and adds no state variable.
 func TestConstantDampingUnchanged(t *testing.T) {
 	const alpha, lambda = 0.4, 0.6
 	p := newProblem(43, 8, 5, 4, 3, 1)
@@ -239,8 +270,8 @@ func TestConstantDampingUnchanged(t *testing.T) {
 		mlp  bool
 		dir  func(lin Linearization, labels *Node, cfg Settings) *Direction
 	}{
-		{"FGN affine closed form", FGN().DampingPolicy(ConstantDamping{}), false, fgnCold},
-		{"FGN mlp", FGN().DampingPolicy(ConstantDamping{}), true, fgnCold},
+		{"FGN affine closed form", FGN().DampingPolicy(ConstantDamping{}).GGNStepLength(false), false, fgnCold},
+		{"FGN mlp", FGN().DampingPolicy(ConstantDamping{}).GGNStepLength(false), true, fgnCold},
 		{"SGN mlp", SGN().DampingPolicy(ConstantDamping{}), true, func(lin Linearization, labels *Node, cfg Settings) *Direction {
 			return SGNDirection(lin, labels, nil, cfg)
 		}},

@@ -34,6 +34,9 @@ type Direction struct {
 	// the logits' row sums, the residual the right-hand side's norm), whatever a backend's Exp
 	// or Max make of a NaN (see compat.go: compatSIMDNaN). The optimizers take a step only when it holds.
 	Finite *Node
+	// StepLength is τ ∈ [0, 1], the fraction of α d that an FGN optimizer step took at the GGN's
+	// step length (Settings.GGNStepLength); nil otherwise.
+	StepLength *Node
 	// Damping is the damping telemetry of an optimizer step (UpdateGraphWithLinearization); nil
 	// for a direction computed on its own.
 	Damping *StepDamping

@@ -31,6 +31,7 @@
 //   - settings.go: Settings, the one settings type, with the library's defaults (DefaultSettings)
 //     and Algorithm 1's (PaperSettings).
 //   - damping.go: damping policies, ConstantDamping (the paper's) and LevenbergMarquardt.
+//     steplength.go: the GGN's step length along FGN's direction (Settings.GGNStepLength).
 //   - optimizer.go, loss.go: FGN and SGN as GoMLX optimizers (optimizer.Interface), with Loss as
 //     the trainer's loss; state lives in variables, so checkpoints restore it.
 //     regularisation.go: the terms of GoMLX's L2 and L1 regularisers that the loss may add, which

@@ -76,7 +76,8 @@ func TestLinearizeZooStep(t *testing.T) {
 			}
 			want := denseSolve(t, hess, d, lambda, neg)
 
-			opt := FGN().LearningRate(alpha).Damping(lambda).DampingPolicy(ConstantDamping{}).CGMaxIterations(3 * b).CGTolerance(1e-14).CGStopAtNoise(false).Done()
+			opt := FGN().LearningRate(alpha).Damping(lambda).DampingPolicy(ConstantDamping{}).CGMaxIterations(3 * b).CGTolerance(1e-14).CGStopAtNoise(false).
+				GGNStepLength(false).Done()
 			var inLoop bool
 			exec := model.MustNewExec(testBackend, m.Store, func(scope *model.Scope, x, labels *Node) *Node {
 				scope.Store().SetTraining(x.Graph(), true)

@@ -158,6 +158,11 @@ func (c *GNConfig) CGStopAtNoise(on bool) *GNConfig { c.s.CG.StopAtNoise = on; r
 // Algorithm 1 is StopWhitenedRowResidual). SGN's parameter-space CG has one rule.
 func (c *GNConfig) CGStoppingRule(rule StoppingRule) *GNConfig { c.s.CG.StoppingRule = rule; return c }
 
+// GGNStepLength sets whether an FGN step takes its direction at the length where the damped
+// multiclass GGN model is least along it (default true; see Settings.GGNStepLength). The paper's
+// FGN (PaperSettings) does not. SGN ignores it.
+func (c *GNConfig) GGNStepLength(on bool) *GNConfig { c.s.GGNStepLength = on; return c }
+
 // WarmStart sets whether CG starts from the previous step's solution (default false; the paper's
 // SGN starts from the previous direction; FGN's warm start is the previous row-space solution u,
 // meaningful only for a fixed batch size).
@@ -297,14 +302,24 @@ func (o *gnOptimizer) step(scope *model.Scope, lin Linearization, labels *Node, 
 	}
 	// The step size is taken as 0 unless the direction is finite. keepUnless below is what
 	// discards a non-finite step (0·NaN is NaN); this makes the scaling α d wait for Finite's
-	// reduction over d, its only other consumer, so that a backend that runs independent
+	// reduction over d, so that a backend that runs independent
 	// operations concurrently may still scale d in place rather than hold a second copy.
-	stepSize := Where(dir.Finite, alpha, ZerosLike(alpha))
+	ggnLength := o.c.fgn && o.c.s.GGNStepLength
+	var zd *Node // J_z d, for the step length and an adaptive policy's model
+	if ggnLength || o.c.damping.Adaptive() {
+		zd = lin.JVP(dir.D)
+	}
+	stepSize := alpha
+	if ggnLength {
+		dir.StepLength = ggnStepLength(lin, labels, zd, dir, reg)
+		stepSize = Mul(alpha, dir.StepLength)
+	}
+	taken := Where(dir.Finite, stepSize, ZerosLike(stepSize))
 	updated := make(Vec, len(params))
 	for k, p := range params {
-		updated[k] = Add(p, Mul(ConvertDType(stepSize, p.DType()), dir.D[k]))
+		updated[k] = Add(p, Mul(ConvertDType(taken, p.DType()), dir.D[k]))
 	}
-	dir.Damping = o.stepDamping(lin, labels, dir, alpha, updated, lambdaState, reg)
+	dir.Damping = o.stepDamping(lin, labels, dir, zd, stepSize, updated, lambdaState, reg)
 	// A step not taken (not finite, or rejected by an adaptive damping policy) changes nothing
 	// but an adaptive policy's λ and the telemetry (recordGainRatio, the skipped steps).
 	for k, v := range warm {

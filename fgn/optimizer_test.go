@@ -152,7 +152,8 @@ func TestOptimizerStepMatchesDense(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				m := newOptModel(p, tc.mlp, tc.generic)
 				before := m.flatParams()
-				opt := tc.opt.LearningRate(alpha).Damping(lambda).DampingPolicy(ConstantDamping{}).CGMaxIterations(60).CGTolerance(1e-14).CGStopAtNoise(false).Done()
+				opt := tc.opt.LearningRate(alpha).Damping(lambda).DampingPolicy(ConstantDamping{}).CGMaxIterations(60).CGTolerance(1e-14).CGStopAtNoise(false).
+					GGNStepLength(false).Done()
 				if trainer {
 					m.trainerStep(t, opt, p, 1)
 				} else {

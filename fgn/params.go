@@ -29,6 +29,7 @@ const (
 	ParamCGStoppingRule  = "fgn_cg_stopping_rule"  // string or StoppingRule: "parameter" or "whitened-row"
 	ParamCGStopAtNoise   = "fgn_cg_stop_at_noise"  // bool: CGSettings.StopAtNoise
 	ParamRowOperator     = "fgn_row_operator"      // string or RowOperator: "cheaper", "closed-form-gram" or "matrix-free"
+	ParamGGNStepLength   = "fgn_ggn_step_length"   // bool: Settings.GGNStepLength
 	ParamWarmStart       = "fgn_warm_start"        // bool: Settings.WarmStart
 	ParamSaturationFloor = "fgn_saturation_floor"  // float64: Settings.SaturationFloor
 )
@@ -61,6 +62,7 @@ func DeclareParams(store *model.Store) {
 		ParamCGStoppingRule:  s.CG.StoppingRule.String(),
 		ParamCGStopAtNoise:   s.CG.StopAtNoise,
 		ParamRowOperator:     text(s.RowOperator),
+		ParamGGNStepLength:   s.GGNStepLength,
 		ParamWarmStart:       s.WarmStart,
 		ParamSaturationFloor: s.SaturationFloor,
 	} {
@@ -95,6 +97,7 @@ func (c *GNConfig) FromScope(scope *model.Scope) *GNConfig {
 	c.s.CG.StoppingRule = model.GetParamOr(scope, ParamCGStoppingRule, c.s.CG.StoppingRule)
 	c.s.CG.StopAtNoise = model.GetParamOr(scope, ParamCGStopAtNoise, c.s.CG.StopAtNoise)
 	c.s.RowOperator = model.GetParamOr(scope, ParamRowOperator, c.s.RowOperator)
+	c.s.GGNStepLength = model.GetParamOr(scope, ParamGGNStepLength, c.s.GGNStepLength)
 	c.s.WarmStart = model.GetParamOr(scope, ParamWarmStart, c.s.WarmStart)
 	c.s.SaturationFloor = model.GetParamOr(scope, ParamSaturationFloor, c.s.SaturationFloor)
 	if name := model.GetParamOr(scope, ParamDampingPolicy, ""); name != "" {

@@ -35,8 +35,8 @@ func TestFromScope(t *testing.T) {
 		{"GoMLX's learning rate", map[string]any{optimizer.ParamLearningRate: 1e-4}, func(*fgn.Settings) {}, "lm"},
 		{"all", map[string]any{fgn.ParamLearningRate: 0.5, optimizer.ParamLearningRate: 1e-4, fgn.ParamDamping: 0.25,
 			fgn.ParamCGMaxIterations: 12, fgn.ParamCGTolerance: 1e-8, fgn.ParamCGStoppingRule: "whitened-row",
-			fgn.ParamCGStopAtNoise: false,
-			fgn.ParamRowOperator:   "matrix-free", fgn.ParamWarmStart: true, fgn.ParamSaturationFloor: 1e-20,
+			fgn.ParamCGStopAtNoise: false, fgn.ParamGGNStepLength: false,
+			fgn.ParamRowOperator: "matrix-free", fgn.ParamWarmStart: true, fgn.ParamSaturationFloor: 1e-20,
 			fgn.ParamDampingPolicy: "lm"},
 			func(s *fgn.Settings) {
 				*s = fgn.Settings{LearningRate: 0.5, Damping: 0.25, RowOperator: fgn.MatrixFree, WarmStart: true,
@@ -163,7 +163,7 @@ func TestDeclareParams(t *testing.T) {
 	}
 	_, err := commandline.ParseSettings(store, "fgn_learning_rate=0.5;fgn_damping=0.1;fgn_damping_policy=constant;"+
 		"fgn_cg_max_iterations=7;fgn_cg_tolerance=1e-6;fgn_cg_stopping_rule=whitened-row;fgn_row_operator=matrix-free;"+
-		"fgn_warm_start=true;fgn_saturation_floor=1e-20;fgn_cg_stop_at_noise=false")
+		"fgn_warm_start=true;fgn_saturation_floor=1e-20;fgn_cg_stop_at_noise=false;fgn_ggn_step_length=false")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -225,14 +225,35 @@ func (r *regularisation) inverseMetric(lambda *Node) Vec {
 // model returns ∇R(w)ᵀs + ½ sᵀD s for a step s, the regulariser's part of the quadratic model
 // m(s) of an adaptive damping policy.
 func (r *regularisation) model(s Vec) *Node {
+	return Add(r.slope(s), MulScalar(r.curvature(s), 0.5))
+}
+
+// slope returns ∇R(w)ᵀs for a step s.
+func (r *regularisation) slope(s Vec) *Node {
 	var terms []*Node
 	for k, gk := range r.grad {
 		if gk != nil {
 			terms = append(terms, ReduceAllSum(Mul(gk, s[k])))
 		}
-		if dk := r.hessian[k]; dk > 0 {
-			terms = append(terms, MulScalar(ReduceAllSum(Square(s[k])), dk/2))
+	}
+	return sumOrZero(terms, s)
+}
+
+// curvature returns sᵀD s for a step s, D the Hessian of R's L2 terms.
+func (r *regularisation) curvature(s Vec) *Node {
+	var terms []*Node
+	for k, dk := range r.hessian {
+		if dk > 0 {
+			terms = append(terms, MulScalar(ReduceAllSum(Square(s[k])), dk))
 		}
+	}
+	return sumOrZero(terms, s)
+}
+
+// sumOrZero returns the sum of the scalars terms, or a zero of s[0]'s dtype when there are none.
+func sumOrZero(terms []*Node, s Vec) *Node {
+	if len(terms) == 0 {
+		return ScalarZero(s[0].Graph(), s[0].DType())
 	}
 	sum := terms[0]
 	for _, t := range terms[1:] {

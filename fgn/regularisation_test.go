@@ -149,7 +149,7 @@ var regCases = func() []regCase {
 // damping telemetry; the loss to minimise is train.TotalLoss, fgn.Loss plus the regularisation
 // losses, as the Trainer hands it over.
 func (m *optModel) regularisedStep(t *testing.T, opt Optimizer, p *problem, rc regCase,
-	lin func(head *AffineHead) Linearization) (d []float64, predicted, actual float64) {
+	lin func(head *AffineHead) Linearization) (d []float64, predicted, actual, tau float64) {
 	t.Helper()
 	exec := model.MustNewExec(testBackend, m.store, func(scope *model.Scope, h, labels *Node) []*Node {
 		g := h.Graph()
@@ -166,7 +166,11 @@ func (m *optModel) regularisedStep(t *testing.T, opt Optimizer, p *problem, rc r
 		gn := opt.(*gnOptimizer)
 		l, _ := gn.linearization(scope, g, rec)
 		dir := gn.step(scope, l, rec.labels, recogniseRegularisation(lossTerms(train.TotalLoss(g), rec.loss, "test"), l.Params(), "test"))
-		out := []*Node{flattenVec(dir.D)}
+		tau := dir.StepLength
+		if tau == nil {
+			tau = OnesLike(dir.Loss)
+		}
+		out := []*Node{flattenVec(dir.D), tau}
 		if dir.Damping.Predicted != nil {
 			out = append(out, dir.Damping.Predicted, dir.Damping.Actual)
 		}
@@ -176,11 +180,11 @@ func (m *optModel) regularisedStep(t *testing.T, opt Optimizer, p *problem, rc r
 	if err != nil {
 		t.Fatalf("%+v", err)
 	}
-	d = flat64(out[0])
-	if len(out) == 3 {
-		predicted, actual = flat64(out[1])[0], flat64(out[2])[0]
+	d, tau = flat64(out[0]), flat64(out[1])[0]
+	if len(out) == 4 {
+		predicted, actual = flat64(out[2])[0], flat64(out[3])[0]
 	}
-	return d, predicted, actual
+	return d, predicted, actual, tau
 }
 
 // TestRegularizedStepMatchesDense checks one FGN and SGN step on a loss with GoMLX's
@@ -189,9 +193,10 @@ func (m *optModel) regularisedStep(t *testing.T, opt Optimizer, p *problem, rc r
 // 0 for L1 terms) computed on the host: for FGN's closed-form Gram on the recognised head (W and
 // bias damped apart), the matrix-free products, autodiff, and SGN, to 1e-8 relative, on a random
 // batch and on one whose every other row is saturated (features ×1e4: FGN's gradient start with a
-// regulariser). With a Levenberg-Marquardt step on the random batch it checks the telemetry: the
-// predicted decrease −(sᵀ(g + ∇R) + ½ sᵀ(H + D)s) and the actual decrease of the whole loss,
-// L + R, evaluated on the host.
+// regulariser). With a Levenberg-Marquardt step on the random batch it checks the step length
+// τ = −(g + ∇R)ᵀd/dᵀ(H_GGN + D + λI)d, the telemetry's predicted decrease
+// −(sᵀ(g + ∇R) + ½ sᵀ(H_GGN + D)s), s = ατd, and the actual decrease of the whole loss, L + R,
+// evaluated on the host.
 func TestRegularizedStepMatchesDense(t *testing.T) {
 	const lambda = 0.3
 	random := newProblem(51, 7, 5, 4, 0, 1)
@@ -245,7 +250,7 @@ func TestRegularizedStepMatchesDense(t *testing.T) {
 						t.Fatal(err)
 					}
 					m := newOptModel(p, false, false)
-					got, _, _ := m.regularisedStep(t, as.opt.Done(), p, rc, as.lin)
+					got, _, _, _ := m.regularisedStep(t, as.opt.Done(), p, rc, as.lin)
 					check(t, "direction vs dense −(H + D + λI)⁻¹(g + ∇R)", ref.RelErr(got, want.RawVector().Data), 1e-8)
 				})
 			}
@@ -256,19 +261,32 @@ func TestRegularizedStepMatchesDense(t *testing.T) {
 			const alpha = 0.7
 			m := newOptModel(p, false, false)
 			before := m.flatParams()
-			d, predicted, actual := m.regularisedStep(t, FGN().Damping(lambda).LearningRate(alpha).DampingPolicy(LevenbergMarquardt()).Done(),
+			d, predicted, actual, tau := m.regularisedStep(t, FGN().Damping(lambda).LearningRate(alpha).DampingPolicy(LevenbergMarquardt()).Done(),
 				p, rc, func(*AffineHead) Linearization { return nil })
+			var gd, dhd float64
+			for k := range d {
+				gd += d[k] * (e.grad.AtVec(k) + gradR[k])
+				dhd += d[k] * d[k] * (hess[k] + lambda)
+				for l := range d {
+					dhd += d[k] * e.ggn.At(k, l) * d[l]
+				}
+			}
+			wantTau := math.Min(-gd/dhd, 1)
+			if !(wantTau < 1) {
+				t.Errorf("τ = %g, want < 1 on a batch of %d classes: the test cannot tell the step length from 1", wantTau, p.c)
+			}
+			check(t, "step length τ vs −(g + ∇R)ᵀd/dᵀ(H_GGN + D + λI)d", math.Abs(tau-wantTau)/wantTau, 1e-10)
 			s := make([]float64, len(d))
 			var slope, quad float64
 			for k := range d {
-				s[k] = alpha * d[k]
+				s[k] = alpha * tau * d[k]
 				slope += s[k] * (e.grad.AtVec(k) + gradR[k])
 				quad += s[k] * s[k] * hess[k]
 				for l := range d {
-					quad += s[k] * e.fgn.At(k, l) * alpha * d[l]
+					quad += s[k] * e.ggn.At(k, l) * alpha * tau * d[l]
 				}
 			}
-			check(t, "predicted decrease vs −(sᵀ(g + ∇R) + ½ sᵀ(H + D)s)", math.Abs(predicted+slope+quad/2)/math.Abs(slope), 1e-10)
+			check(t, "predicted decrease vs −(sᵀ(g + ∇R) + ½ sᵀ(H_GGN + D)s)", math.Abs(predicted+slope+quad/2)/math.Abs(slope), 1e-10)
 			loss := func(w []float64) float64 {
 				q := *p
 				q.w = make([][]float64, p.d)

@@ -23,6 +23,13 @@ type Settings struct {
 	CG CGSettings `json:"cg" yaml:"cg"`
 	// RowOperator is how FGN applies its row operator (see FGNDirection; SGN ignores it).
 	RowOperator RowOperator `json:"row_operator" yaml:"row_operator"`
+	// GGNStepLength makes an FGN optimizer step s = ατd, τ ∈ (0, 1] the minimiser along FGN's
+	// direction d of the damped multiclass GGN model: the GGN's curvature along the one direction
+	// FGN solved for, which FGN's curvature underestimates (H_FGN ⪯ H_GGN), at the cost of one JVP
+	// (none with an adaptive damping policy, which makes it anyway). An adaptive policy's gain
+	// ratio is then measured on the GGN model. SGN, whose CG direction already minimises its model
+	// along itself, and the direction functions ignore it.
+	GGNStepLength bool `json:"ggn_step_length,omitempty" yaml:"ggn_step_length,omitempty"`
 	// WarmStart starts CG from the previous step's solution: the previous direction for SGN, the
 	// previous row-space solution u for FGN (meaningful only for a fixed batch size).
 	WarmStart bool `json:"warm_start" yaml:"warm_start"`
@@ -61,15 +68,17 @@ type CGSettings struct {
 // with tolerance 1e-5 (the paper's; sec. 5, app. F.2), CG stopped on the parameter-space residual
 // (StopParameterResidual) rather than on Algorithm 1's whitened row residual, which a batch of
 // confidently misclassified examples meets after one iteration far from the solution (see
-// StopWhitenedRowResidual), and no more exactly than the batch gradient is known (StopAtNoise). The row operator is CheaperRowOperator (the closed-form Gram or the
-// matrix-free products, whichever costs less for the step's shapes), the saturation floor the
-// dtype's default, no warm start. The model-zoo sweep of experiments/zoo chose α (BENCHMARKS.md).
+// StopWhitenedRowResidual), and no more exactly than the batch gradient is known (StopAtNoise);
+// FGN's step at the GGN's step length along its direction (GGNStepLength). The row operator is
+// CheaperRowOperator (the closed-form Gram or the matrix-free products, whichever costs less for
+// the step's shapes), the saturation floor the dtype's default, no warm start. The model-zoo sweep of experiments/zoo chose α (BENCHMARKS.md).
 func DefaultSettings() Settings {
 	s := PaperSettings()
 	s.LearningRate = 1
 	s.CG.StoppingRule = StopParameterResidual
 	s.RowOperator = CheaperRowOperator
 	s.CG.StopAtNoise = true
+	s.GGNStepLength = true
 	return s
 }
 

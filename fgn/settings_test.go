@@ -19,7 +19,7 @@ func TestSettingsDefaults(t *testing.T) {
 	}
 	lib := DefaultSettings()
 	want.LearningRate, want.CG.StoppingRule, want.RowOperator = 1, StopParameterResidual, CheaperRowOperator
-	want.CG.StopAtNoise = true
+	want.CG.StopAtNoise, want.GGNStepLength = true, true
 	if lib != want {
 		t.Errorf("DefaultSettings() = %+v, want %+v", lib, want)
 	}

@@ -40,8 +40,9 @@ func Adam(lr float64) Optimizer {
 
 // Candidates are the optimizers the sweep knows by name: FGN and SGN at their defaults
 // (fgn.FGN().Done(), fgn.SGN().Done()), FGN and SGN started from α = 1, λ = 0.1 with
-// fgn.LevenbergMarquardt() (their other settings the defaults), and Adam at each of AdamRates.
-// A damping policy under study joins them as a GN constructor.
+// fgn.LevenbergMarquardt() (their other settings the defaults), the ablations of the defaults
+// (ablations), and Adam at each of AdamRates. A setting under study joins them as a GN
+// constructor.
 var Candidates = append([]Optimizer{
 	GN(FGNDefault, fgn.FGN),
 	GN(SGNDefault, fgn.SGN),
@@ -51,25 +52,24 @@ var Candidates = append([]Optimizer{
 	GN("SGN α=1 λ=0.1 lm", func() *fgn.GNConfig {
 		return fgn.SGN().LearningRate(1).Damping(0.1).DampingPolicy(fgn.LevenbergMarquardt())
 	}),
-}, append(floorCandidates(), adamGrid()...)...)
+}, append(ablations(), adamGrid()...)...)
 
-// floorCandidates are FGN and SGN with Levenberg-Marquardt damping without its noise floor
-// (NoiseFloor 0) and with it at half and twice its default scale.
-func floorCandidates() []Optimizer {
+// ablations are the defaults with one choice undone: FGN and SGN with Levenberg-Marquardt damping
+// without its noise floor ("lm floor×0", LMDamping.NoiseFloor 0), and FGN stepping its direction
+// at full length ("τ=1", fgn.Settings.GGNStepLength off).
+func ablations() []Optimizer {
 	var opts []Optimizer
 	for _, method := range []struct {
 		name string
 		new  func() *fgn.GNConfig
 	}{{"FGN", fgn.FGN}, {"SGN", fgn.SGN}} {
-		for _, kappa := range []float64{0, 0.5, 2} {
-			opts = append(opts, GN(fmt.Sprintf("%s lm floor×%s", method.name, num(kappa)), func() *fgn.GNConfig {
-				p := fgn.LevenbergMarquardt()
-				p.NoiseFloor = kappa
-				return method.new().DampingPolicy(p)
-			}))
-		}
+		opts = append(opts, GN(method.name+" lm floor×0", func() *fgn.GNConfig {
+			p := fgn.LevenbergMarquardt()
+			p.NoiseFloor = 0
+			return method.new().DampingPolicy(p)
+		}))
 	}
-	return opts
+	return append(opts, GN("FGN τ=1", func() *fgn.GNConfig { return fgn.FGN().GGNStepLength(false) }))
 }
 
 // Grid returns FGN and SGN at every combination of step size α, initial damping λ, damping

@@ -26,7 +26,7 @@ section with the medians, their ranges and the sgemm-equivalent floor of the CNN
 With --conv it builds jvp's test binary and runs BenchmarkConvLowering --runs times over, and
 rewrites the section on convolutions lowered to matrix products. Every mode with --avx2 runs the
 Go benchmarks (and the peer) on AVX2 kernels and writes a section of its own.
-bench/regenerate.sh runs every mode that writes a section of issue 33's tables in turn.
+bench/regenerate.sh runs --conv, --zoo and --scale in turn, each on both vector widths.
 
 Requirements (Debian; a development tool, never a runtime dependency of the project):
     apt-get install python3-torch python3-numpy python3-threadpoolctl libopenblas0-pthread

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Regenerates every table bench/peer.py writes for issue 33 in BENCHMARKS.md, in one quiet window:
+# Regenerates the tables of BENCHMARKS.md that bench/peer.py writes but its plain peer table, in one
+# quiet window:
 # the convolutions direct and lowered (--conv), the model zoo's cost with the CNN's PyTorch peer
 # (--zoo) and the large-class step against its peer (--scale), each on the CPU's widest vector
 # kernels and, on an AVX-512 machine, again on AVX2 kernels (--avx2). RUNS (default 5) is the

@@ -81,7 +81,10 @@ func linearInParams(lin Linearization) bool {
 // JVP is forward mode by graph transformation, one tangent rule per op type (see package jvp for
 // the ops covered), so J_z v costs about one more forward pass of the layers that depend on the
 // parameters. VJP is its transpose, GoMLX's reverse mode but at ties of ReduceMax and ReduceMin,
-// where J_z v averages over the tied entries: ⟨J_z v, u⟩ = ⟨v, J_zᵀu⟩ holds to rounding.
+// where J_z v averages over the tied entries, and at convolutions with a kernel of even size,
+// where GoMLX's VJP is shifted: ⟨J_z v, u⟩ = ⟨v, J_zᵀu⟩ holds to rounding. On the pure-Go
+// backend the products' convolutions, and those of LogitsAt, run as matrix products (package
+// jvp's convolution pass); jvp.LowerConvolutions offers the same to the model's own forward pass.
 // StopGradient nodes, and everything that does not depend on params (non-trainable variables,
 // the batch), have a zero tangent. An op that no rule covers panics when a product is built,
 // naming the op and the parameters it depends on.

@@ -10,13 +10,13 @@ const (
 	// compatOpParams: GoMLX exposes an op's inputs (Node.Inputs) and a way to rebuild it
 	// (Node.CloneWithInputs), but not its static parameters (DotGeneral's axes, ReduceWindow's
 	// window, FusedDense's configuration, …), which the pooling and FusedDense rules, the
-	// relayout pass, MatchAffine and the clone of an attention layer need, nor a fused node's
-	// decomposed form for reverse mode (Node.vjpAlternateOutputs, which the clone of a fused node
-	// must carry: compatFusedCloneGradient). params.go reads them by
-	// reflection, from the unexported field Node.inputs and the unexported fields of the generated
-	// nodeInputs structs (a pointer, which reflection does not hand out, through its address); it
-	// is the only file of the module that reflects on GoMLX's types. Upstream, an accessor generated with
-	// the ops would remove it: the parameter structs exported (graph.NodeInputsDotGeneral with
+	// relayout and convolution passes, MatchAffine and the clone of an attention layer need, nor
+	// a fused node's decomposed form for reverse mode (Node.vjpAlternateOutputs, which the clone
+	// of a fused node must carry: compatFusedCloneGradient). params.go reads them by reflection,
+	// from the unexported field Node.inputs and the unexported fields of the generated nodeInputs
+	// structs (a pointer, which reflection does not hand out, through its address); it is the only
+	// file of the module that reflects on GoMLX's types. Upstream, an accessor generated with the
+	// ops would remove it: the parameter structs exported (graph.NodeInputsDotGeneral with
 	// LhsContractingAxes, …) and returned by a method of Node,
 	//
 	//	func (n *Node) OpInputs() NodeInputs
@@ -97,4 +97,32 @@ const (
 	// inWhileLoop, whileLoop in fgn/internal/gn/cg.go). Checked: gomlx v0.28.16, compute v0.1.3 to
 	// v0.1.14. Test: TestCompatWhileGradient.
 	compatWhileGradient = "Gradient inside a While body"
+
+	// compatPadVJPNegative: GoMLX's VJP of Pad (padVJP) slices the cotangent from each axis's
+	// Start, so a Pad with a negative padding (a crop) has no VJP: building its gradient panics
+	// ("Slice: limit index … is out of bounds"). LowerConvolutions, whose lowered graph GoMLX's
+	// reverse mode differentiates, pads only by non-negative paddings and cuts its patches by
+	// Slice; the products' convolution pass, never differentiated, cuts by Pad (convlower.go:
+	// lowering). Checked: gomlx v0.28.16. Test: TestCompatPadVJPNegative.
+	compatPadVJPNegative = "Pad's VJP rejects negative paddings"
+
+	// compatDotVJPAxesOrder: GoMLX's VJP of DotGeneral with respect to the lhs permutes its axes
+	// when the rhs's contracting axes are not in increasing order: the VJP has the wrong shape when
+	// the permuted dimensions differ ("invalid shape … for calculated AccumulatedVJP") and wrong
+	// values when they are equal, as for a channels-first 3×3 kernel [o, c, 3, 3] contracted on
+	// (3×3, c). LowerConvolutions contracts a kernel laid out with its contracting axes first and
+	// in order; the products' convolution pass, never differentiated, contracts the kernel in the
+	// axes it has (convlower.go: lowering). Checked: gomlx v0.28.16. Test:
+	// TestCompatDotVJPAxesOrder.
+	compatDotVJPAxesOrder = "DotGeneral's VJP misreads unordered contracting axes"
+
+	// compatConvVJPEvenKernel: GoMLX's VJP of ConvGeneral with respect to the input
+	// (convVJPWrtX) pads its reverse convolution as if every kernel were centred, so along a
+	// spatial axis whose kernel size is even the VJP is shifted by one position: for
+	// y_i = 10 x_i + x_(i+1), the gradient of Σ y is (11, 11, 11, 1, 0) instead of
+	// (10, 11, 11, 11, 1). GoMLX's own gradients keep the bug (an Adam step on such a model
+	// descends a wrong gradient); Linearization.VJP differentiates such a convolution lowered to
+	// a product instead (Adjoints: convAdjoint), so that its products stay adjoint to the JVP's.
+	// Checked: gomlx v0.28.16 and its repository's head. Test: TestCompatConvVJPEvenKernel.
+	compatConvVJPEvenKernel = "ConvGeneral's input VJP shifted for even kernel sizes"
 )

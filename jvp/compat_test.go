@@ -2,6 +2,8 @@ package jvp
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -54,6 +56,7 @@ func TestCompatOpParams(t *testing.T) {
 	reduceMax, reduceMin := ReduceMax(x, 2, 0), ReduceMin(x, 1)
 	broadcast := ExpandAndBroadcast(f32("v", 3), []int{2, 3, 5}, []int{0, 2})
 	transpose := TransposeAllAxes(x, 2, 0, 1)
+	sliced := Slice(x, AxisRange(1, 2), AxisRange(0, 3).Stride(2), AxisRange())
 	qkv := f32("a", 2, 3, 1, 4)
 	attentionConfig := &compute.ScaledDotProductAttentionConfig{Scale: 0.25, Causal: true}
 	att, _ := BackendFusedScaledDotProductAttention(qkv, qkv, qkv, compute.AttentionAxesLayoutBSHD, attentionConfig)
@@ -85,6 +88,8 @@ func TestCompatOpParams(t *testing.T) {
 		{reduceMin, func() any { return reducedAxes(reduceMin) }, []int{1}, NodeTypeReduceMin},
 		{broadcast, func() any { return broadcastAxes(broadcast) }, []int{1}, NodeTypeBroadcastInDim},
 		{transpose, func() any { return permutation(transpose) }, []int{2, 0, 1}, NodeTypeTranspose},
+		{sliced, func() any { return sliceBounds(sliced) }, slice{starts: []int{1, 0, 0}, limits: []int{2, 3, 4},
+			strides: []int{1, 2, 1}}, NodeTypeSlice},
 		{att, func() any {
 			layout, options := attention(att)
 			return fmt.Sprint(layout, options == attentionConfig, *options)
@@ -207,6 +212,51 @@ func TestCompatWhileGradient(t *testing.T) {
 		return compatcheck.WhileLoop(x, func(v *Node) *Node { return Gradient(ReduceAllSum(Mul(v, v)), v)[0] })[1]
 	}, x)
 	present(t, compatWhileGradient, err, "not computed yet", "a Gradient built inside a While body runs")
+}
+
+// TestCompatPadVJPNegative: the gradient of a crop, a Pad with negative paddings, cannot be built.
+func TestCompatPadVJPNegative(t *testing.T) {
+	_, err := graphrun.Run(testBackend, func(x *Node) *Node {
+		y := Pad(x, ScalarZero(x.Graph(), x.DType()), PadAxis{Start: -1, End: -2})
+		return Gradient(ReduceAllSum(y), x)[0]
+	}, []float64{1, 2, 3, 4, 5, 6})
+	present(t, compatPadVJPNegative, err, "out of bounds", "the gradient of a Pad with negative paddings builds")
+}
+
+// TestCompatDotVJPAxesOrder: with the rhs's contracting axes out of order, the VJP with respect to
+// the lhs is not the transpose of the product, ⟨J v, u⟩ ≠ ⟨v, Jᵀu⟩ for y = DotGeneral(x, w)
+// contracting x's axes (1, 2) with w's (1, 0), all of size 3.
+func TestCompatDotVJPAxesOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	x, w, v, u := ref.RandVec(rng, 2*3*3), ref.RandVec(rng, 3*3*4), ref.RandVec(rng, 2*3*3), ref.RandVec(rng, 2*4)
+	out := run(t, func(in []*Node) []*Node {
+		x, w, v, u := in[0], in[1], in[2], in[3]
+		product := func(x *Node) *Node { return DotGeneral(x, []int{1, 2}, nil, w, []int{1, 0}, nil) }
+		return []*Node{product(v), Gradient(ReduceAllSum(Mul(product(x), u)), x)[0]}
+	}, tensors.FromFlatDataAndDimensions(x, 2, 3, 3), tensors.FromFlatDataAndDimensions(w, 3, 3, 4),
+		tensors.FromFlatDataAndDimensions(v, 2, 3, 3), tensors.FromFlatDataAndDimensions(u, 2, 4))
+	jv, jtu := ref.Dot(out[0], u), ref.Dot(v, out[1])
+	if math.Abs(jv-jtu) <= 1e-12*math.Max(math.Abs(jv), math.Abs(jtu)) {
+		fixed(t, compatDotVJPAxesOrder, "the VJP of DotGeneral with unordered rhs contracting axes is the product's transpose")
+	}
+	t.Logf("still present: ⟨J v, u⟩ = %.6g, ⟨v, Jᵀu⟩ = %.6g", jv, jtu)
+}
+
+// TestCompatConvVJPEvenKernel: y_i = 10 x_i + x_(i+1), a convolution with the kernel (10, 1) and
+// no padding, has ∂(Σ y)/∂x = (10, 11, 11, 11, 1).
+func TestCompatConvVJPEvenKernel(t *testing.T) {
+	axes := compute.ConvolveAxesConfig{InputBatch: 0, InputChannels: 2, InputSpatial: []int{1},
+		KernelInputChannels: 1, KernelOutputChannels: 2, KernelSpatial: []int{0},
+		OutputBatch: 0, OutputChannels: 2, OutputSpatial: []int{1}}
+	out := run(t, func(in []*Node) []*Node {
+		y := ConvGeneral(in[0], in[1], axes, nil, nil, nil, nil, 1, 1)
+		return []*Node{Gradient(ReduceAllSum(y), in[0])[0]}
+	}, tensors.FromFlatDataAndDimensions([]float64{1, 2, 3, 4, 5}, 1, 5, 1),
+		tensors.FromFlatDataAndDimensions([]float64{10, 1}, 2, 1, 1))
+	if want := []float64{10, 11, 11, 11, 1}; ref.RelErr(out[0], want) < 1e-12 {
+		fixed(t, compatConvVJPEvenKernel, "the VJP of a convolution with a kernel of size 2 is right")
+	}
+	t.Logf("still present: ∂(Σ y)/∂x = %v", out[0])
 }
 
 // TestCompatCitations checks that every compat.go name (compatX) cited in the module's Go and

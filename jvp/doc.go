@@ -13,6 +13,8 @@
 //     wrt and the outputs, those JVP gives a tangent to.
 //   - MatchAffine recognises outputs that are a dense layer affine in wrt, whose products have
 //     closed forms.
+//   - LowerConvolutions computes the convolutions of a model's forward pass as matrix products on
+//     the pure-Go backend (see Passes), an opt-in.
 //
 // The nodes of wrt may be variables' values, graph parameters or intermediate nodes. Nodes that
 // do not depend on wrt (the batch, non-trainable variables) are shared with the graph, never
@@ -94,10 +96,16 @@
 //
 // Linearize builds its two products once, from placeholder inputs, and applies them by cloning
 // the nodes that depend on those inputs. Before the first application, each product goes through
-// the package's passes, rewrites that keep its values and move work out of the clones: relayout
-// (relayout.go) lays out the operands of matrix products once, as the pure-Go backend's
-// DotGeneral multiplies them without copying; other backends compute the same values from the
-// rewritten graph.
+// the package's passes, rewrites that keep its values and move work out of the clones. On the
+// pure-Go backend, whose direct convolution is many times slower than its matrix product, the
+// convolution pass (convlower.go) computes each convolution with enough output channels per
+// group to pay for it as one matrix product of its input's patches and its kernel (im2col), the
+// patches of an input that does not depend on the map's inputs formed once; other backends keep
+// their convolutions. Then relayout (relayout.go) lays
+// out the operands of matrix products once, as the pure-Go backend's DotGeneral multiplies them
+// without copying; other backends compute the same values from the rewritten graph.
+// LowerConvolutions offers the convolution pass to a model's own forward pass, and At lowers the
+// convolutions of the outputs it evaluates.
 //
 // # GoMLX internals
 //

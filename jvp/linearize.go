@@ -54,10 +54,10 @@ type Linearization struct {
 //
 // Both products are built once, from placeholder inputs, by the first call of JVP, VJP or
 // WhileSafe, which must not be made inside a While body, and then rewritten by the package's
-// passes (relayout). Every later call clones the nodes between the placeholders and the product
-// with its own input substituted: it differentiates nothing, may be made inside a While body
-// (see WhileSafe), and reuses the forward nodes of outputs, so the forward pass is computed once
-// whatever the number of products.
+// passes (the convolution pass, relayout). Every later call clones the nodes between the
+// placeholders and the product with its own input substituted: it differentiates nothing, may be
+// made inside a While body (see WhileSafe), and reuses the forward nodes of outputs, so the
+// forward pass is computed once whatever the number of products.
 func Linearize(outputs, wrt []*Node) *Linearization {
 	if len(wrt) == 0 {
 		exceptions.Panicf("jvp.Linearize: no nodes to differentiate with respect to")
@@ -99,9 +99,10 @@ func (l *Linearization) VJP(u ...*Node) []*Node {
 }
 
 // At returns the outputs computed with values in place of wrt (shaped like them): f at another
-// point, such as a trial step's, by a clone of the nodes between wrt and the outputs.
+// point, such as a trial step's, by a clone of the nodes between wrt and the outputs, its
+// convolutions lowered as the products' are (lowerConvolutions).
 func (l *Linearization) At(values ...*Node) []*Node {
-	return l.walk.at(values)
+	return lowerConvolutions(l.walk.at(values), values)
 }
 
 // WhileSafe reports whether JVP and VJP may be called inside the body of a GoMLX While loop on
@@ -132,7 +133,7 @@ type pass func(outs, in []*Node) []*Node
 
 // passes are the passes applied, in order, to every linear map Linearize builds (its JVP and its
 // VJP), before the map is first applied.
-var passes = []pass{relayout}
+var passes = []pass{lowerConvolutions, relayout}
 
 // linearMap is a linear map of nodes built once, in the function being built, from placeholder
 // inputs, rewritten by the passes, and applied to other inputs by cloning the nodes between the

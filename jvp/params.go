@@ -99,6 +99,15 @@ func convGeneral(n *Node) convolution {
 	}
 }
 
+// slice is the configuration of a Slice node: the first index, the limit (exclusive) and the
+// stride on each axis.
+type slice struct{ starts, limits, strides []int }
+
+// sliceBounds reads the configuration of Slice node n.
+func sliceBounds(n *Node) slice {
+	return slice{starts: ints(n, "starts"), limits: ints(n, "limits"), strides: ints(n, "strides")}
+}
+
 // reducedAxes reads the axes a ReduceMax or ReduceMin node n reduces, in increasing order (all
 // of its input's axes when the op lists none).
 func reducedAxes(n *Node) []int {

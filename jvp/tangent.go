@@ -100,10 +100,12 @@ var Rules = map[NodeType]Rule{
 type Adjoint func(node *Node) *Node
 
 // Adjoints maps the op types whose reverse-mode rule Linearization.VJP replaces to their Adjoint:
-// ReduceMax and ReduceMin at ties (see reduceExtremumTangent). It may be extended as Rules is.
+// ReduceMax and ReduceMin at ties (see reduceExtremumTangent), ConvGeneral with a kernel of even
+// size (convAdjoint). It may be extended as Rules is.
 var Adjoints = map[NodeType]Adjoint{
-	NodeTypeReduceMax: reduceExtremumAdjoint,
-	NodeTypeReduceMin: reduceExtremumAdjoint,
+	NodeTypeReduceMax:   reduceExtremumAdjoint,
+	NodeTypeReduceMin:   reduceExtremumAdjoint,
+	NodeTypeConvGeneral: convAdjoint,
 }
 
 // nodeTangent applies n's rule, or localJVP when its op has none.

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -44,22 +46,23 @@ var benchSteps = []struct {
 // the SIMD build: GOEXPERIMENT=simd go test -run '^$' -bench Step ./experiments/train). Each
 // step computes the logits, the direction and the parameter update inside one compiled graph;
 // the parameters stay on the device between steps and hᵀ and the feature Gram h hᵀ + 1 are laid
-// out once per batch, as in training on frozen features. It reports ms/step, MiB allocated on
-// the Go heap per step, and two peaks of the Go heap above the heap before the benchmark
-// allocated anything:
+// out once per batch, as in training on frozen features. The timed steps follow warmSteps
+// untimed ones and run alone (memory is sampled over other untimed steps). It reports ms/step and
+// the CPU time of all threads per step (cpu-ms/step, of which sys-ms/step in the kernel), the
+// page faults (faults/step: first touches of memory the backend allocated) and collections
+// (GC/step) during the timed steps, MiB allocated on the Go heap per step, and two peaks of the
+// Go heap above the heap before the benchmark allocated anything:
 //   - MiB-live-peak (and as a multiple of parameters + batch, live-peak/(params+batch)): the
 //     memory a step holds (parameters, batch, per-batch layouts, optimiser state, the step's
 //     temporaries), sampled while the collector runs back to back through liveSteps untimed
 //     steps (memprobe.LivePeak): the heap less the buffers the backend has freed to its pool,
 //     which the collector may release;
-//   - MiB-heap-peak: the largest heap sampled every 200 µs during the timed steps under the
-//     default collector, which lets garbage grow to about the live heap before collecting it
-//     (GOGC=100), so the live peak plus up to as much garbage;
+//   - MiB-heap-peak: the largest heap sampled every 200 µs during liveSteps untimed steps under
+//     the default collector (memprobe.HeapPeak), which lets garbage grow to about the live heap
+//     before collecting it (GOGC=100), so the live peak plus up to as much garbage;
 //   - live-peak/estimate: the live peak over what train.EstimateMemory counts of what the
 //     benchmark holds (a run's estimate less the loaded splits and the evaluator), at most 1
 //     when the estimate bounds it.
-//
-// The compilation's garbage is collected after the warm-up step.
 func BenchmarkStep(b *testing.B) {
 	for _, numClasses := range []int{16, 256, 4096} {
 		for _, s := range benchSteps {
@@ -113,24 +116,30 @@ func benchmarkStep(b *testing.B, m method.Method, lin string, batch, dim, numCla
 		b.Fatal(err)
 	}
 	defer step.Finalize()
-	if _, err := step.Run(0); err != nil { // warm up
-		b.Fatal(err)
+	run := func() error { _, err := step.Run(0); return err }
+	for range warmSteps {
+		if err := run(); err != nil {
+			b.Fatal(err)
+		}
 	}
-	runtime.GC() // the peak is the steps', not the garbage of building and compiling the graph
-
-	sampler := memprobe.StartPeak()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
+	usage0 := rusage()
 	b.ResetTimer()
 	for range b.N {
-		if _, err := step.Run(0); err != nil {
+		if err := run(); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.StopTimer()
+	usage1 := rusage()
 	runtime.ReadMemStats(&after)
-	heapPeak := float64(sampler.Stop()) - float64(baseline)
-	live, err := memprobe.LivePeak(liveSteps, func() error { _, err := step.Run(0); return err })
+	heap, err := memprobe.HeapPeak(liveSteps, run)
+	if err != nil {
+		b.Fatal(err)
+	}
+	heapPeak := float64(heap) - float64(baseline)
+	live, err := memprobe.LivePeak(liveSteps, run)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -147,10 +156,30 @@ func benchmarkStep(b *testing.B, m method.Method, lin string, batch, dim, numCla
 	b.ReportMetric(livePeak/paramsAndBatch, "live-peak/(params+batch)")
 	b.ReportMetric(heapPeak/(1<<20), "MiB-heap-peak")
 	b.ReportMetric(livePeak/estimate, "live-peak/estimate")
+	b.ReportMetric(float64(usage1.Minflt-usage0.Minflt)/float64(b.N), "faults/step")
+	b.ReportMetric(float64(after.NumGC-before.NumGC)/float64(b.N), "GC/step")
+	cpu := time.Duration(usage1.Utime.Nano() - usage0.Utime.Nano() + usage1.Stime.Nano() - usage0.Stime.Nano())
+	b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N), "cpu-ms/step")
+	b.ReportMetric(float64(usage1.Stime.Nano()-usage0.Stime.Nano())/1e6/float64(b.N), "sys-ms/step")
 }
 
-// liveSteps is the number of untimed steps over which memprobe.LivePeak samples the live peak.
+// rusage returns the process's resource usage: CPU times and page faults, on every thread.
+func rusage() syscall.Rusage {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		panic(err)
+	}
+	return u
+}
+
+// liveSteps is the number of untimed steps over which memprobe.HeapPeak and memprobe.LivePeak
+// sample the heap and live peaks.
 const liveSteps = 3
+
+// warmSteps is the number of untimed steps before the timed ones: the first compiles the step,
+// and the backend's buffer pool fills over the first few, whose buffers the operating system
+// maps on first touch (page faults/step reports what the timed steps still fault).
+const warmSteps = 3
 
 // headStep builds the step of cfg on be for a zero-initialised linear softmax head (W d×C,
 // bias C) and one batch of b float32 standard normal features with uniform labels (fixed seed).

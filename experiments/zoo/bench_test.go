@@ -4,7 +4,9 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -15,6 +17,7 @@ import (
 	"github.com/fgn-paper/fgn/data/digits"
 	"github.com/fgn-paper/fgn/fgn"
 	"github.com/fgn-paper/fgn/internal/memprobe"
+	"github.com/fgn-paper/fgn/jvp"
 )
 
 // costOptimizers are the optimizers BenchmarkModelZoo costs, each at its default settings (Adam's
@@ -34,13 +37,14 @@ const benchBatch = 128
 // backend (run it in the SIMD build: GOEXPERIMENT=simd go test -run '^$' -bench ModelZoo
 // ./experiments/zoo). The paper's cost accounting (sec. 4.3, appendix "Cost accounting"): a step
 // of FGN or SGN is the logits, N_CG·(JVP + VJP) and one VJP, plus what the stopping rule and the
-// damping policy add; BenchmarkZooProducts times those products. It reports ms/step, MiB
-// allocated per step, and the live and sampled heap peaks above the heap before the benchmark
-// built anything, measured as BenchmarkStep (experiments/train) measures them (memprobe).
+// damping policy add; BenchmarkZooProducts times those products. It reports ms/step, the CPU
+// time of all threads per step, MiB allocated per step, and the live and sampled heap peaks above
+// the heap before the benchmark built anything, sampled over untimed steps as BenchmarkStep
+// (experiments/train) samples them (memprobe).
 func BenchmarkModelZoo(b *testing.B) {
 	be := testBackend
 	x, y := benchData(b)
-	for _, m := range digitsModels() {
+	for _, m := range benchModels() {
 		for _, opt := range costOptimizers {
 			b.Run(m.Name+"/"+opt.Name, func(b *testing.B) {
 				memprobe.Settle()
@@ -56,19 +60,22 @@ func BenchmarkModelZoo(b *testing.B) {
 				if err := step(); err != nil { // compiles the step
 					b.Fatal(err)
 				}
-				runtime.GC()
 				var before, after runtime.MemStats
 				runtime.ReadMemStats(&before)
-				sampler := memprobe.StartPeak()
 				b.ResetTimer()
+				cpu0 := cpuTime()
 				for range b.N {
 					if err := step(); err != nil {
 						b.Fatal(err)
 					}
 				}
 				b.StopTimer()
-				heapPeak := sampler.Stop()
+				b.ReportMetric(msPer(cpuTime()-cpu0, b.N), "cpu-ms/step")
 				runtime.ReadMemStats(&after)
+				heapPeak, err := memprobe.HeapPeak(3, step)
+				if err != nil {
+					b.Fatal(err)
+				}
 				livePeak, err := memprobe.LivePeak(3, step)
 				if err != nil {
 					b.Fatal(err)
@@ -95,7 +102,7 @@ type unrolled struct{ fgn.LogitsEvaluator }
 // batch of BenchmarkModelZoo, with fgn.Loss's cross-entropy.
 func BenchmarkZooFixedCG(b *testing.B) {
 	x, y := benchData(b)
-	for _, m := range digitsModels() {
+	for _, m := range benchModels() {
 		for _, opt := range []struct {
 			name string
 			c    *fgn.GNConfig
@@ -131,9 +138,11 @@ func BenchmarkZooFixedCG(b *testing.B) {
 				}
 				step() // compiles the step
 				b.ResetTimer()
+				cpu0 := cpuTime()
 				for range b.N {
 					step()
 				}
+				b.ReportMetric(msPer(cpuTime()-cpu0, b.N), "cpu-ms/step")
 				b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/step")
 			})
 		}
@@ -151,7 +160,7 @@ func BenchmarkZooFixedCG(b *testing.B) {
 func BenchmarkZooProducts(b *testing.B) {
 	be := testBackend
 	x, _ := benchData(b)
-	for _, m := range digitsModels() {
+	for _, m := range benchModels() {
 		var forward float64
 		for _, g := range []struct {
 			name  string
@@ -194,9 +203,11 @@ func BenchmarkZooProducts(b *testing.B) {
 				}
 				run()
 				b.ResetTimer()
+				cpu0 := cpuTime()
 				for range b.N {
 					run()
 				}
+				b.ReportMetric(msPer(cpuTime()-cpu0, b.N), "cpu-ms/call")
 				ms := float64(b.Elapsed().Microseconds()) / 1e3 / float64(b.N)
 				b.ReportMetric(ms, "ms/call")
 				switch {
@@ -210,12 +221,21 @@ func BenchmarkZooProducts(b *testing.B) {
 	}
 }
 
-// digitsModels returns the zoo's models of the digits, those the benchmarks cost on benchData.
-func digitsModels() []Model {
+// benchModels returns the zoo's models of the digits, those the benchmarks cost on benchData, and
+// after the CNN the CNN with its convolutions computed as matrix products (jvp.LowerConvolutions),
+// as a model opts in.
+func benchModels() []Model {
 	var ms []Model
 	for _, m := range Models {
-		if m.Task == Digits {
-			ms = append(ms, m)
+		if m.Task != Digits {
+			continue
+		}
+		ms = append(ms, m)
+		if m.Name == "cnn" {
+			lowered := m
+			lowered.Name = "cnn-lowered"
+			lowered.Fn = func(scope *model.Scope, x *Node) *Node { return jvp.LowerConvolutions(CNN(scope, x))[0] }
+			ms = append(ms, lowered)
 		}
 	}
 	return ms
@@ -230,6 +250,20 @@ func benchData(b *testing.B) ([]float32, []int32) {
 	}
 	return trainSet.X[:benchBatch*digits.Pixels], trainSet.Y[:benchBatch]
 }
+
+// cpuTime returns the CPU time the process has used, user and system, on every thread: on a
+// machine shared with other jobs it grows with the work done where wall time also counts the
+// waits for a core.
+func cpuTime() time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		panic(err)
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// msPer returns d in ms per each of n runs.
+func msPer(d time.Duration, n int) float64 { return float64(d.Microseconds()) / 1e3 / float64(n) }
 
 // mib returns the bytes above baseline in MiB.
 func mib(bytes, baseline uint64) float64 {

@@ -18,14 +18,24 @@ var runColumns = []string{"model", "task", "optimizer", "seed", "batch", "compil
 	"min_damping", "rejected_steps", "skipped_steps"}
 
 // Sweep trains every model with every optimizer and seed (Train, cfg.Seed replaced by each seed)
-// and returns the runs. progress, if not nil, is called after each run.
-func Sweep(be compute.Backend, models []Model, opts []Optimizer, seeds []uint64, cfg Config,
+// and returns the runs, in that order. A run of finished with the same model, optimizer and seed
+// is taken as it is instead of training it again (a resumed sweep). progress, if not nil, is
+// called after each run trained.
+func Sweep(be compute.Backend, models []Model, opts []Optimizer, seeds []uint64, cfg Config, finished []*Run,
 	progress func(done, total int, r *Run)) ([]*Run, error) {
+	kept := map[runKey]*Run{}
+	for _, r := range finished {
+		kept[runKey{r.Model, r.Optimizer, r.Seed}] = r
+	}
 	var runs []*Run
 	total := len(models) * len(opts) * len(seeds)
 	for _, m := range models {
 		for _, opt := range opts {
 			for _, seed := range seeds {
+				if r := kept[runKey{m.Name, opt.Name, seed}]; r != nil {
+					runs = append(runs, r)
+					continue
+				}
 				c := cfg
 				c.Seed = seed
 				r, err := Train(be, m, opt, c)
@@ -40,6 +50,12 @@ func Sweep(be compute.Backend, models []Model, opts []Optimizer, seeds []uint64,
 		}
 	}
 	return runs, nil
+}
+
+// runKey identifies a run of a sweep.
+type runKey struct {
+	model, optimizer string
+	seed             uint64
 }
 
 // Table returns the runs as the sweep's runs table (runColumns), the failures' errors cut to their

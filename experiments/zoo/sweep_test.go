@@ -4,6 +4,7 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -128,5 +129,28 @@ func TestSelect(t *testing.T) {
 	}
 	if _, err := SelectModels("resnet-50"); err == nil || !strings.Contains(err.Error(), `unknown model "resnet-50"`) {
 		t.Errorf("SelectModels of an unknown model: %v", err)
+	}
+}
+
+// TestSweepResumes sweeps the linear head with Adam over two seeds for one epoch, given a finished
+// run of the first seed: that run is returned as it is, in its place, and only the second seed is
+// trained (and reported).
+func TestSweepResumes(t *testing.T) {
+	m, err := SelectModels("linear")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := &Run{Model: "linear", Optimizer: Adam(0.01).Name, Seed: 1, Epochs: []Epoch{{Epoch: 1, HeldOutAccuracy: 0.5}}}
+	var trained []uint64
+	runs, err := Sweep(testBackend, m, []Optimizer{Adam(0.01)}, []uint64{1, 2}, Config{Epochs: 1}, []*Run{kept},
+		func(done, total int, r *Run) { trained = append(trained, r.Seed) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 || runs[0] != kept || runs[1].Seed != 2 || len(runs[1].Epochs) != 2 {
+		t.Fatalf("runs %+v: want the kept run, then seed 2 trained (2 evaluations)", runs)
+	}
+	if !slices.Equal(trained, []uint64{2}) {
+		t.Errorf("trained seeds %v, want [2]", trained)
 	}
 }

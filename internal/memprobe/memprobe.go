@@ -23,15 +23,15 @@ func Settle() {
 	runtime.GC()
 }
 
-// Sampler samples HeapBytes every 200 µs from StartPeak until Stop.
-type Sampler struct {
-	stop chan struct{}
-	peak chan uint64
-}
-
-// StartPeak starts sampling the heap.
-func StartPeak() *Sampler {
-	s := &Sampler{stop: make(chan struct{}), peak: make(chan uint64)}
+// HeapPeak runs step steps times after collecting the garbage already there (what building and
+// compiling the step left) and returns the largest heap sampled every 200 µs meanwhile: under the
+// default collector (GOGC=100), which lets garbage grow to about the live heap before collecting
+// it, the live peak plus up to as much garbage. The sampling goroutine competes with the step for
+// the processors, so a benchmark samples untimed steps. It stops at the first error.
+func HeapPeak(steps int, step func() error) (uint64, error) {
+	runtime.GC()
+	stop := make(chan struct{})
+	peak := make(chan uint64)
 	go func() {
 		var largest uint64
 		ticker := time.NewTicker(200 * time.Microsecond)
@@ -39,22 +39,16 @@ func StartPeak() *Sampler {
 		for {
 			largest = max(largest, HeapBytes())
 			select {
-			case <-s.stop:
-				s.peak <- largest
+			case <-stop:
+				peak <- largest
 				return
 			case <-ticker.C:
 			}
 		}
 	}()
-	return s
-}
-
-// Stop ends the sampling and returns the largest heap sampled: under the default collector
-// (GOGC=100), which lets garbage grow to about the live heap before collecting it, the live peak
-// plus up to as much garbage.
-func (s *Sampler) Stop() uint64 {
-	close(s.stop)
-	return <-s.peak
+	err := run(steps, step)
+	close(stop)
+	return <-peak, err
 }
 
 // LivePeak runs step steps times while another goroutine collects garbage back to back, in
@@ -80,12 +74,17 @@ func LivePeak(steps int, step func() error) (uint64, error) {
 			}
 		}
 	}()
-	var err error
-	for range steps {
-		if err = step(); err != nil {
-			break
-		}
-	}
+	err := run(steps, step)
 	close(stop)
 	return <-peak, err
+}
+
+// run runs step steps times, stopping at the first error.
+func run(steps int, step func() error) error {
+	for range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

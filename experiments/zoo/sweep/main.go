@@ -4,24 +4,29 @@
 // (held-out accuracy and cross-entropy, tuned Adam, telemetry, cost, time to accuracy, the runs
 // that went wrong) and the figure of held-out accuracy against training time.
 //
-//	GOEXPERIMENT=simd go run ./experiments/zoo/sweep [-out results/zoo] [-models cnn,transformer] [-optimizers 'FGN*,Adam*'] [-grid] [-seeds 1,2,3] [-epochs 0]
+//	GOEXPERIMENT=simd go run ./experiments/zoo/sweep [-out results/zoo] [-models cnn,transformer] [-optimizers 'FGN*,Adam*'] [-grid] [-seeds 1,2,3] [-epochs 0] [-resume]
 //	go run ./experiments/zoo/sweep -from a/runs.csv,b/runs.csv -out c   (summary and figures of finished sweeps)
 //
 // It writes runs.csv (rewritten after every run, so that an interrupted sweep keeps its finished
-// runs), summary.md and time_to_accuracy.{svg,png,pdf} to the output directory.
+// runs; -resume trains only the runs it lacks), summary.md and time_to_accuracy.{svg,png,pdf} to
+// the output directory.
 package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gomlx/compute"
 
 	"github.com/fgn-paper/fgn/experiments/report"
 	"github.com/fgn-paper/fgn/experiments/zoo"
@@ -49,6 +54,8 @@ func run() error {
 	epochs := flag.Int("epochs", 0, "training epochs per run (0: each model's budget)")
 	from := flag.String("from", "", "summarise these finished runs tables (comma-separated runs.csv files) instead of training")
 	grid := flag.Bool("grid", false, "add zoo.DefaultGrid (FGN and SGN over α, λ, damping policy and CG cap) to the candidates")
+	resume := flag.Bool("resume", false, "keep the runs of the output directory's runs.csv (an interrupted sweep's) "+
+		"and train only those it lacks; its build and budget must be this sweep's")
 	flag.Parse()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
@@ -83,7 +90,7 @@ func run() error {
 		if *epochs < 0 {
 			return fmt.Errorf("-epochs %d: want ≥ 0", *epochs)
 		}
-		if table, err = train(ms, opts, seedList, *epochs, *out); err != nil {
+		if table, err = train(ms, opts, seedList, *epochs, *out, *resume); err != nil {
 			return err
 		}
 	}
@@ -113,8 +120,9 @@ func run() error {
 	return nil
 }
 
-// train runs the sweep, rewriting out/runs.csv after every run, and returns the runs table.
-func train(ms []zoo.Model, opts []zoo.Optimizer, seeds []uint64, epochs int, out string) (*report.Table, error) {
+// train runs the sweep, rewriting out/runs.csv after every run, and returns the runs table. With
+// resume, the runs of out/runs.csv are kept (finishedRuns).
+func train(ms []zoo.Model, opts []zoo.Optimizer, seeds []uint64, epochs int, out string, resume bool) (*report.Table, error) {
 	be, err := backend.New()
 	if err != nil {
 		return nil, err
@@ -129,14 +137,25 @@ func train(ms []zoo.Model, opts []zoo.Optimizer, seeds []uint64, epochs int, out
 	for _, o := range opts {
 		names = append(names, o.Name)
 	}
+	profile := "each model's batch size and epoch budget (experiments/zoo.Models)"
+	if epochs > 0 {
+		profile = fmt.Sprintf("each model's batch size, %d epochs", epochs)
+	}
+	path := filepath.Join(out, "runs.csv")
+	var finished []*zoo.Run // the runs of the table written after each run
+	resumed := ""
+	if resume {
+		if finished, resumed, err = finishedRuns(path, be, profile); err != nil {
+			return nil, err
+		}
+	}
 	table := func(runs []*zoo.Run, done bool) *report.Table {
 		t := zoo.Table(runs)
-		profile := "each model's batch size and epoch budget (experiments/zoo.Models)"
-		if epochs > 0 {
-			profile = fmt.Sprintf("each model's batch size, %d epochs", epochs)
-		}
 		report.Provenance(t, be, profile, command, start)
 		t.Comment("optimizers", strings.Join(names, "; "))
+		if resumed != "" {
+			t.Comment("resumed", resumed)
+		}
 		end := "(interrupted sweep: the finished runs)"
 		if done {
 			end = fmt.Sprintf("%s at end; the sweep took %s", report.LoadAverage(), time.Since(start).Round(time.Second))
@@ -144,9 +163,7 @@ func train(ms []zoo.Model, opts []zoo.Optimizer, seeds []uint64, epochs int, out
 		t.Comment("load", fmt.Sprintf("1-, 5-, 15-minute load averages %s at start, %s", load, end))
 		return t
 	}
-	path := filepath.Join(out, "runs.csv")
-	var finished []*zoo.Run
-	runs, err := zoo.Sweep(be, ms, opts, seeds, zoo.Config{Epochs: epochs}, func(done, total int, r *zoo.Run) {
+	runs, err := zoo.Sweep(be, ms, opts, seeds, zoo.Config{Epochs: epochs}, finished, func(done, total int, r *zoo.Run) {
 		status := ""
 		switch {
 		case r.Failed != "":
@@ -174,6 +191,34 @@ func train(ms []zoo.Model, opts []zoo.Optimizer, seeds []uint64, epochs int, out
 	}
 	fmt.Printf("wrote %s\n", path)
 	return t, nil
+}
+
+// finishedRuns returns the runs of the runs table at path, written by a sweep on the same build
+// and budget (profile), and a note naming how many there are, when and by what command they were
+// trained. A missing table has no runs.
+func finishedRuns(path string, be compute.Backend, profile string) ([]*zoo.Run, string, error) {
+	t, err := report.Read(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	here := report.NewTable()
+	report.Provenance(here, be, profile, "", time.Now())
+	for _, key := range []string{"backend", "device", "build", "profile"} {
+		want, _ := here.Lookup(key)
+		if got, _ := t.Lookup(key); got != want {
+			return nil, "", fmt.Errorf("-resume: %s has %s %q, this sweep %q: train into another -out", path, key, got, want)
+		}
+	}
+	runs, err := zoo.RunsFromTable(t)
+	if err != nil {
+		return nil, "", err
+	}
+	date, _ := t.Lookup("date")
+	command, _ := t.Lookup("command")
+	return runs, fmt.Sprintf("%d runs kept from %s (%s, %s)", len(runs), path, command, date), nil
 }
 
 // readTables reads runs tables and concatenates their rows under a header of comments: those the

@@ -3,9 +3,13 @@ package main
 import (
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/fgn-paper/fgn/experiments/report"
+	"github.com/fgn-paper/fgn/experiments/zoo"
+	"github.com/fgn-paper/fgn/fgn/backend"
 )
 
 // TestReadTables concatenates two runs tables: the comments both share head the result, then one
@@ -38,5 +42,37 @@ func TestReadTables(t *testing.T) {
 	c := write("c.csv", nil, []string{"x", "z"}, []any{1, 2})
 	if _, err := readTables([]string{a, c}); err == nil {
 		t.Errorf("tables with different columns: no error")
+	}
+}
+
+// TestFinishedRuns reads back the runs of a table written on this build and budget, has none for
+// a missing table, and refuses a table of another build or budget, naming the difference.
+func TestFinishedRuns(t *testing.T) {
+	be, err := backend.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const profile = "each model's batch size, 1 epochs"
+	dir := t.TempDir()
+	write := func(name, profile string) string {
+		tab := zoo.Table([]*zoo.Run{{Model: "linear", Task: "digits", Optimizer: "Adam lr=0.01", Seed: 3,
+			Epochs: []zoo.Epoch{{Epoch: 0}, {Epoch: 1, Steps: 3, HeldOutAccuracy: 0.9}}}})
+		report.Provenance(tab, be, profile, "go run ./experiments/zoo/sweep", time.Now())
+		path := filepath.Join(dir, name)
+		if err := tab.Write(path); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	runs, note, err := finishedRuns(write("same.csv", profile), be, profile)
+	if err != nil || len(runs) != 1 || runs[0].Seed != 3 || len(runs[0].Epochs) != 2 || !strings.HasPrefix(note, "1 runs kept from ") {
+		t.Errorf("same build and budget: runs %+v, note %q, error %v; want the one run", runs, note, err)
+	}
+	if runs, _, err := finishedRuns(filepath.Join(dir, "missing.csv"), be, profile); err != nil || runs != nil {
+		t.Errorf("missing table: runs %v, error %v; want none and no error", runs, err)
+	}
+	if _, _, err := finishedRuns(write("other.csv", "each model's batch size, 2 epochs"), be, profile); err == nil ||
+		!strings.Contains(err.Error(), "profile") {
+		t.Errorf("another budget: error %v, want one naming the profile", err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/gomlx/compute"
 
@@ -132,7 +133,10 @@ func train(ms []zoo.Model, opts []zoo.Optimizer, seeds []uint64, epochs int, out
 	}
 	start := time.Now()
 	load := report.LoadAverage()
-	command := strings.Join(append([]string{"go run ./experiments/zoo/sweep"}, os.Args[1:]...), " ")
+	command := "go run ./experiments/zoo/sweep"
+	for _, arg := range os.Args[1:] {
+		command += " " + shellQuote(arg)
+	}
 	var names []string
 	for _, o := range opts {
 		names = append(names, o.Name)
@@ -191,6 +195,18 @@ func train(ms []zoo.Model, opts []zoo.Optimizer, seeds []uint64, epochs int, out
 	}
 	fmt.Printf("wrote %s\n", path)
 	return t, nil
+}
+
+// shellQuote returns arg as a POSIX shell reads it back: as it is when it holds only letters,
+// digits and -_./=,:, else in single quotes (a single quote in it as '\”).
+func shellQuote(arg string) string {
+	plain := arg != "" && strings.IndexFunc(arg, func(r rune) bool {
+		return !(r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("-_./=,:", r)))
+	}) < 0
+	if plain {
+		return arg
+	}
+	return "'" + strings.ReplaceAll(arg, "'", `'\''`) + "'"
 }
 
 // finishedRuns returns the runs of the runs table at path, written by a sweep on the same build

@@ -76,3 +76,19 @@ func TestFinishedRuns(t *testing.T) {
 		t.Errorf("another budget: error %v, want one naming the profile", err)
 	}
 }
+
+// TestShellQuote checks that the recorded command's arguments read back as one word each.
+func TestShellQuote(t *testing.T) {
+	for _, tc := range []struct{ arg, want string }{
+		{"-models", "-models"},
+		{"relu-mlp,cnn", "relu-mlp,cnn"},
+		{"FGN α=1*,Adam*", "'FGN α=1*,Adam*'"},
+		{"FGN()", "'FGN()'"},
+		{"it's", `'it'\''s'`},
+		{"", "''"},
+	} {
+		if got := shellQuote(tc.arg); got != tc.want {
+			t.Errorf("shellQuote(%q) = %s, want %s", tc.arg, got, tc.want)
+		}
+	}
+}

@@ -8,8 +8,10 @@
 // marked not trainable) and the probe a layers.DenseWithBias head (256 → 10). The logits are
 // then affine in every trainable variable, z = h W + 1 bᵀ with features h that no trainable
 // variable reaches, and FGN and SGN recognise the head in the graph: they step on its exact
-// Jacobian products, and FGN forms its b×b margin Gram in closed form (the paper's appendix
-// F.2), with nothing recorded by the model. The trainer's loss is fgn.Loss (the mean softmax
+// Jacobian products, with nothing recorded by the model; FGN forms its b×b margin Gram in closed
+// form (the paper's appendix F.2) where that costs less than the products, which it does not at
+// C = 10 classes (fgn.CheaperRowOperator). FGN and SGN end above Adam, their steps costing about
+// one and a half of Adam's (BENCHMARKS.md, "The probe example"). The trainer's loss is fgn.Loss (the mean softmax
 // cross-entropy, which records the logits and labels the curvature needs); Adam trains on the
 // same loss.
 //

@@ -690,11 +690,12 @@ def zoo_report(go, peer, floors, runs, loads, machine, started):
     all_loads = [m["load"] for ms in go.values() for m in ms]
     lines = [
         ZOO_BEGIN,
-        "## The model zoo: cost per step",
+        "## The model zoo: cost per step" + (" (AVX2 kernels)" if AVX2 else ""),
         "",
-        "Written by `bench/peer.py --zoo` (regenerate with that command): experiments/zoo's cost",
-        "benchmarks and the CNN's PyTorch peer (bench/cnn_peer.py), run one after another and repeated",
-        f"{runs} times; each cell is the median over the runs (with the range when there are several).",
+        "Written by `bench/peer.py --zoo" + (" --avx2" if AVX2 else "") + "` (regenerate with that command): experiments/zoo's cost",
+        "benchmarks and the CNN's PyTorch peer (bench/cnn_peer.py), run one after another "
+        + ("once" if runs == 1 else f"and repeated {runs} times") + "; each cell is the median over the",
+        "runs (with the range when there are several).",
         "`BenchmarkModelZoo` times a training step through `train.Trainer.TrainStep` on 128 images with",
         "each optimizer at its defaults (Adam: GoMLX's); the live peak is the Go heap held by a step (as",
         "`BenchmarkStep`'s), above the heap before the trainer was built. `BenchmarkZooProducts` times",
@@ -755,7 +756,7 @@ def zoo_report(go, peer, floors, runs, loads, machine, started):
     jvp_kind = kinds[jvps.pop()] if len(jvps) == 1 else "whichever of the two was faster in each run"
     lines += [
         "",
-        "### The CNN against PyTorch",
+        "### The CNN against PyTorch" + (" (AVX2 kernels)" if AVX2 else ""),
         "",
         "The same CNN, products and steps in PyTorch (bench/cnn_peer.py: `torch.nn.functional` convolutions,",
         "reverse mode by `torch.autograd.grad`, J v by the tangent pass written out op by op as forward",
@@ -781,7 +782,7 @@ def zoo_report(go, peer, floors, runs, loads, machine, started):
     lines += [
         "",
         f"PyTorch's forward + JVP takes {tangent:.1f} ms by the tangent pass and {dual:.1f} ms by dual numbers.",
-        "The issue's targets, from the medians above:",
+        "The targets, from the medians above:",
         "",
     ]
     for model in CNN_MODELS:

@@ -100,7 +100,8 @@ class Linearization:
 
 
 def margin(z, y):
-    """Section 2's margin quantities, as fgn.NewMargin: loss, p_†, q, ∇_z s."""
+    """Section 2's margin quantities, overflow-free as fgn.NewMargin: loss, p_†, q, ∇_z s (bench/peer.py's
+    dense-head peer uses it too)."""
     rows = torch.arange(z.shape[0])
     z_star = z[rows, y]
     competitors = z.clone()
@@ -109,7 +110,7 @@ def margin(z, y):
     shifted = torch.exp_(competitors.sub_(m))
     total = shifted.sum(1, keepdim=True)
     s = m[:, 0] + torch.log(total[:, 0]) - z_star
-    grad_s = shifted.div_(total)
+    grad_s = shifted.div_(total)  # ρ, then ρ with -1 at the true class
     grad_s[rows, y] = -1
     p_dagger, p_star = torch.sigmoid(s), torch.sigmoid(-s)
     return torch.nn.functional.softplus(s).mean(), p_dagger, p_star * p_dagger, grad_s

@@ -160,22 +160,6 @@ def cg(op, rhs, x0, factor=None):
     return x if factor is None else (x, lx)
 
 
-def margin(z, y):
-    """Section 2's margin quantities, overflow-free as fgn.NewMargin: loss, p_†, q, ∇_z s."""
-    rows = torch.arange(z.shape[0])
-    z_star = z[rows, y]
-    competitors = z.clone()
-    competitors[rows, y] = -float("inf")
-    m = competitors.amax(1, keepdim=True)
-    shifted = torch.exp_(competitors.sub_(m))
-    total = shifted.sum(1, keepdim=True)
-    s = m[:, 0] + torch.log(total[:, 0]) - z_star
-    grad_s = shifted.div_(total)  # ρ, then ρ with -1 at the true class
-    grad_s[rows, y] = -1
-    p_dagger, p_star = torch.sigmoid(s), torch.sigmoid(-s)
-    return torch.nn.functional.softplus(s).mean(), p_dagger, p_star * p_dagger, grad_s
-
-
 class Step:
     """One method's state on one static batch; __call__ runs one step and returns the loss."""
 
@@ -235,7 +219,7 @@ class Step:
 
     def fgn_step(self, z):
         b = z.shape[0]
-        loss, p_dagger, q, grad_s = margin(z, self.y)
+        loss, p_dagger, q, grad_s = cnn_peer.margin(z, self.y)
         b_lambda = b * LAMBDA
         kept = q >= SATURATION_FLOOR
         sqrt_q = torch.where(kept, torch.sqrt(q), torch.zeros_like(q))

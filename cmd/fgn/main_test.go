@@ -47,6 +47,8 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"train", "--classes", "1"}, `invalid value "1" for flag -classes: want an integer ≥ 2`},
 		{[]string{"train", "--backend", "tpu"}, `unknown backend "tpu"`},
 		{[]string{"train", "--damping-policy", "trust"}, `unknown damping policy "trust"`},
+		{[]string{"train", "--method", "adam", "--cg-stop-at-noise"}, "--cg-stop-at-noise does not apply: it sets SGN and FGN"},
+		{[]string{"train", "--method", "adam,sgn", "--ggn-step-length"}, "--ggn-step-length does not apply: it sets FGN's step"},
 		{[]string{"train", "--damping-policy", "lm", "--damping", "1e7", "--examples", "64", "--dim", "2", "--batch", "8"},
 			"outside the Levenberg-Marquardt bounds"},
 	} {
@@ -62,11 +64,20 @@ func TestRunErrors(t *testing.T) {
 }
 
 func TestTrainWritesTraces(t *testing.T) {
-	for _, damping := range []string{"constant", "lm"} {
+	// The paper's step (constant λ), and the library's step controls: Levenberg-Marquardt, CG
+	// stopped at the gradient's noise, FGN at the GGN's step length.
+	for _, tc := range []struct {
+		damping, steering string
+		flags             []string
+	}{
+		{"constant", "false", nil},
+		{"lm", "true", []string{"--cg-stop-at-noise", "--ggn-step-length"}},
+	} {
+		damping := tc.damping
 		out := t.TempDir()
 		var stdout, stderr bytes.Buffer
-		args := []string{"train", "--examples", "96", "--dim", "4", "--classes", "3", "--batch", "32", "--epochs", "2",
-			"--eval-every", "2", "--method", "adam,fgn", "--damping-policy", damping, "--out", out, "--quiet"}
+		args := append([]string{"train", "--examples", "96", "--dim", "4", "--classes", "3", "--batch", "32", "--epochs", "2",
+			"--eval-every", "2", "--method", "adam,fgn", "--damping-policy", damping, "--out", out, "--quiet"}, tc.flags...)
 		if err := run(args, &stdout, &stderr); err != nil {
 			t.Fatalf("train: %v\n%s", err, stderr.String())
 		}
@@ -80,6 +91,11 @@ func TestTrainWritesTraces(t *testing.T) {
 			}
 			if got, ok := tab.Lookup("damping_policy"); m == "fgn" && got != damping || m == "adam" && ok {
 				t.Errorf("%s trace with --damping-policy %s: damping_policy comment %q", m, damping, got)
+			}
+			for _, key := range []string{"cg_stop_at_noise", "ggn_step_length"} {
+				if got, ok := tab.Lookup(key); m == "fgn" && got != tc.steering || m == "adam" && ok {
+					t.Errorf("%s trace with %q: %s comment %q, want %q", m, tc.flags, key, got, tc.steering)
+				}
 			}
 			if !strings.Contains(stdout.String(), m) {
 				t.Errorf("summary lacks %s:\n%s", m, stdout.String())

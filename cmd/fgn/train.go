@@ -85,6 +85,10 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		cgStoppingRule = rule
 		return fgn.CGSettings{MaxIterations: 1, StoppingRule: rule}.Validate()
 	})
+	stopAtNoise := c.Bool("cg-stop-at-noise", paper.CG.StopAtNoise, "stop SGN/FGN's CG once its parameter residual is "+
+		"below the batch gradient's relative noise (fgn.CGSettings.StopAtNoise; the library's default, not the paper's)")
+	ggnStepLength := c.Bool("ggn-step-length", paper.GGNStepLength, "step FGN at the GGN's step length along its "+
+		"direction (fgn.Settings.GGNStepLength; the library's default, not the paper's)")
 	out := c.String("out", "results/train", "directory for the trace CSVs (<method>_seed<seed>.csv)")
 	backendFlag := c.backendFlag()
 	quiet := c.Bool("quiet", false, "no progress display or epoch telemetry")
@@ -178,6 +182,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		if m != method.Adam {
 			s := &h.GN
 			s.Damping, s.CG.MaxIterations, s.CG.Tolerance, s.CG.StoppingRule = *damping, *cgMaxIterations, *cgTolerance, cgStoppingRule
+			s.CG.StopAtNoise, s.GGNStepLength = *stopAtNoise, *ggnStepLength
 		}
 		cfgs[i] = train.Config{Method: m, Hyper: h, DampingPolicy: *dampingPolicy, Model: train.Model{Hidden: *hidden},
 			Classes: classes, BatchSize: *batch, Epochs: *epochs, EvalEvery: *evalEvery, Seed: *seed}
@@ -316,12 +321,17 @@ func trainFlagsApply(c *command, ms []method.Method, dataDir string, files, eval
 	gn := slices.ContainsFunc(ms, func(m method.Method) bool { return m != method.Adam })
 	if !gn {
 		if err := c.notApplicable("it sets SGN and FGN, and --method has neither", "damping", "damping-policy",
-			"cg-max-iterations", "cg-tolerance", "cg-stopping-rule"); err != nil {
+			"cg-max-iterations", "cg-tolerance", "cg-stopping-rule", "cg-stop-at-noise", "ggn-step-length"); err != nil {
 			return err
 		}
 	}
 	if !slices.Contains(ms, method.FGN) && !slices.Contains(ms, method.FGNMatrixFree) {
-		return c.notApplicable("it sets FGN's CG, and --method has no FGN (SGN's parameter-space CG has one rule)", "cg-stopping-rule")
+		if err := c.notApplicable("it sets FGN's CG, and --method has no FGN (SGN's parameter-space CG has one rule)",
+			"cg-stopping-rule"); err != nil {
+			return err
+		}
+		return c.notApplicable("it sets FGN's step, and --method has no FGN (SGN's CG step minimises its model along itself)",
+			"ggn-step-length")
 	}
 	return nil
 }

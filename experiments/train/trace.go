@@ -40,9 +40,11 @@ func (t *Trace) Table() *report.Table {
 		tab.Comment("cg_max_iterations", strconv.Itoa(s.CG.MaxIterations))
 		tab.Comment("cg_tolerance", report.Format(s.CG.Tolerance))
 		tab.Comment("warm_start", strconv.FormatBool(s.WarmStart))
+		tab.Comment("cg_stop_at_noise", strconv.FormatBool(s.CG.StopAtNoise))
 		if c.Method != method.SGN {
 			tab.Comment("cg_stopping_rule", s.CG.StoppingRule)
 			tab.Comment("row_operator", s.RowOperator)
+			tab.Comment("ggn_step_length", strconv.FormatBool(s.GGNStepLength))
 		}
 	}
 	tab.Comment("classes", strconv.Itoa(t.Classes))

@@ -478,8 +478,10 @@ def scale_report(rows, sgemm, loads, machine, started, steps, runs):
         "The step of the peer table above at the",
         "shapes of `BenchmarkStepScale` (experiments/train/step_bench_test.go): C ∈ {256, 4096, 32768} at",
         f"b=512 and b ∈ {{128, 512, 2048}} at C=4096; d={DIM}, float32, {THREADS} threads, the same methods,",
-        f"hyper-parameters and PyTorch peer. Every cell ran {runs} times, one run through all the cells after",
-        f"another, each Go cell and its PyTorch cell back to back; timed steps per cell and run: {steps}.",
+        "hyper-parameters and PyTorch peer. Every cell ran "
+        + ("once," if runs == 1 else f"{runs} times, one run through all the cells after"),
+        ("" if runs == 1 else "another, ")
+        + f"each Go cell and its PyTorch cell back to back; timed steps per cell and run: {steps}.",
         "Times are medians over the runs; a spread is (max − min) / median over them. Each Go run times",
         "its steps after 3 untimed ones and samples memory over others; faults/step are the page faults",
         "of its timed steps (first touches of memory the backend allocated), median over the runs.",

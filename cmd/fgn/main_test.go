@@ -49,6 +49,7 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"train", "--damping-policy", "trust"}, `unknown damping policy "trust"`},
 		{[]string{"train", "--method", "adam", "--cg-stop-at-noise"}, "--cg-stop-at-noise does not apply: it sets SGN and FGN"},
 		{[]string{"train", "--method", "adam,sgn", "--ggn-step-length"}, "--ggn-step-length does not apply: it sets FGN's step"},
+		{[]string{"train", "--method", "fgn", "--cg-stop-at-noise"}, "--cg-stop-at-noise does not apply: FGN's CG stops at the gradient's noise only on --cg-stopping-rule parameter"},
 		{[]string{"train", "--damping-policy", "lm", "--damping", "1e7", "--examples", "64", "--dim", "2", "--batch", "8"},
 			"outside the Levenberg-Marquardt bounds"},
 	} {
@@ -67,11 +68,11 @@ func TestTrainWritesTraces(t *testing.T) {
 	// The paper's step (constant λ), and the library's step controls: Levenberg-Marquardt, CG
 	// stopped at the gradient's noise, FGN at the GGN's step length.
 	for _, tc := range []struct {
-		damping, steering string
-		flags             []string
+		damping, steering, rule string
+		flags                   []string
 	}{
-		{"constant", "false", nil},
-		{"lm", "true", []string{"--cg-stop-at-noise", "--ggn-step-length"}},
+		{"constant", "false", "whitened-row", nil},
+		{"lm", "true", "parameter", []string{"--cg-stopping-rule", "parameter", "--cg-stop-at-noise", "--ggn-step-length"}},
 	} {
 		damping := tc.damping
 		out := t.TempDir()
@@ -100,10 +101,11 @@ func TestTrainWritesTraces(t *testing.T) {
 			if !strings.Contains(stdout.String(), m) {
 				t.Errorf("summary lacks %s:\n%s", m, stdout.String())
 			}
-			// Without hyper-parameter flags each method runs with the paper's (method.Paper).
+			// Without hyper-parameter flags each method runs with the paper's (method.Paper), but
+			// for the stopping rule the case sets.
 			paper := map[string]map[string]string{
 				"adam": {"learning_rate": "0.0003", "beta1": "0.9", "beta2": "0.999", "epsilon": "1e-07"},
-				"fgn":  {"learning_rate": "0.1", "damping": "1", "cg_max_iterations": "5", "cg_stopping_rule": "whitened-row"},
+				"fgn":  {"learning_rate": "0.1", "damping": "1", "cg_max_iterations": "5", "cg_stopping_rule": tc.rule},
 			}
 			for key, want := range paper[m] {
 				if got, _ := tab.Lookup(key); got != want {

@@ -86,7 +86,8 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		return fgn.CGSettings{MaxIterations: 1, StoppingRule: rule}.Validate()
 	})
 	stopAtNoise := c.Bool("cg-stop-at-noise", paper.CG.StopAtNoise, "stop SGN/FGN's CG once its parameter residual is "+
-		"below the batch gradient's relative noise (fgn.CGSettings.StopAtNoise; the library's default, not the paper's)")
+		"below the batch gradient's relative noise, FGN's with --cg-stopping-rule parameter (fgn.CGSettings.StopAtNoise; "+
+		"the library's default, not the paper's)")
 	ggnStepLength := c.Bool("ggn-step-length", paper.GGNStepLength, "step FGN at the GGN's step length along its "+
 		"direction (fgn.Settings.GGNStepLength; the library's default, not the paper's)")
 	out := c.String("out", "results/train", "directory for the trace CSVs (<method>_seed<seed>.csv)")
@@ -112,7 +113,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	case !(*holdout < 1):
 		return cli.Usagef("train: --holdout %g: want a fraction in (0, 1)", *holdout)
 	}
-	if err := trainFlagsApply(c, ms, *dataDir, files, *evalX != ""); err != nil {
+	if err := trainFlagsApply(c, ms, *dataDir, files, *evalX != "", cgStoppingRule); err != nil {
 		return err
 	}
 	if err := checkOutDir("out", *out); err != nil {
@@ -300,8 +301,9 @@ func methodNames(ms []method.Method) []string {
 // to the data or the methods: the synthetic mixture's flags with file or cache data,
 // --standardize with the synthetic mixture (which is not standardised), --holdout unless a
 // training file is split, and SGN/FGN's flags without SGN or FGN (--cg-stopping-rule: without
-// FGN, since SGN's CG has one rule).
-func trainFlagsApply(c *command, ms []method.Method, dataDir string, files, evalPair bool) error {
+// FGN, since SGN's CG has one rule; --cg-stop-at-noise with FGN alone on the whitened-row rule,
+// which keeps its tolerance).
+func trainFlagsApply(c *command, ms []method.Method, dataDir string, files, evalPair bool, stoppingRule string) error {
 	synthetic := []string{"examples", "dim", "separation"}
 	var err error
 	switch {
@@ -322,6 +324,12 @@ func trainFlagsApply(c *command, ms []method.Method, dataDir string, files, eval
 	if !gn {
 		if err := c.notApplicable("it sets SGN and FGN, and --method has neither", "damping", "damping-policy",
 			"cg-max-iterations", "cg-tolerance", "cg-stopping-rule", "cg-stop-at-noise", "ggn-step-length"); err != nil {
+			return err
+		}
+	}
+	if !slices.Contains(ms, method.SGN) && stoppingRule == fgn.StopWhitenedRowResidual {
+		if err := c.notApplicable("FGN's CG stops at the gradient's noise only on --cg-stopping-rule parameter "+
+			"(the whitened-row rule keeps --cg-tolerance), and --method has no SGN", "cg-stop-at-noise"); err != nil {
 			return err
 		}
 	}

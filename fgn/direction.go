@@ -51,6 +51,9 @@ type Direction struct {
 	// batch to choose it.
 	lambda *Node
 	scale  batchScale
+	// metric holds the damping metric's scales s_k (Settings.ScaledDamping; nil for S = I), and
+	// grad the batch gradient of the loss when the step formed it for the metric.
+	metric, grad Vec
 }
 
 // rowStart is the CG start of the row-space solve: nil (zero) or {u0}.

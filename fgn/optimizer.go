@@ -171,6 +171,10 @@ func (c *GNConfig) CGStoppingRule(rule string) *GNConfig { c.s.CG.StoppingRule =
 // FGN (PaperSettings) does not. SGN ignores it.
 func (c *GNConfig) GGNStepLength(on bool) *GNConfig { c.s.GGNStepLength = on; return c }
 
+// ScaledDamping sets whether the optimizer damps each parameter tensor by λ times its
+// damping metric's scale (see Settings.ScaledDamping).
+func (c *GNConfig) ScaledDamping(on bool) *GNConfig { c.s.ScaledDamping = on; return c }
+
 // WarmStart sets whether CG starts from the previous step's solution (default false; the paper's
 // SGN starts from the previous direction; FGN's warm start is the previous row-space solution u,
 // meaningful only for a fixed batch size).
@@ -302,11 +306,15 @@ func (o *gnOptimizer) step(scope *model.Scope, lin Linearization, labels *Node, 
 	if lambdaState != nil {
 		damping = func(s batchScale) *Node { return o.c.damping.Damping(lambdaState, s.curvature, s.noise) }
 	}
+	var metric *dampingMetric
+	if o.c.s.ScaledDamping {
+		metric = o.newDampingMetric(scope, g, vars, params)
+	}
 	var dir *Direction
 	if o.c.fgn {
-		dir = fgnDirection(lin, labels, first(x0), o.c.s, damping, reg)
+		dir = fgnDirection(lin, labels, first(x0), o.c.s, damping, reg, metric.scales())
 	} else {
-		dir = sgnDirection(lin, labels, x0, o.c.s, damping, reg)
+		dir = sgnDirection(lin, labels, x0, o.c.s, damping, reg, metric.scales())
 	}
 	// The step size is taken as 0 unless the direction is finite. keepUnless below is what
 	// discards a non-finite step (0·NaN is NaN); this makes the scaling α d wait for Finite's
@@ -335,6 +343,9 @@ func (o *gnOptimizer) step(scope *model.Scope, lin Linearization, labels *Node, 
 	}
 	for k, v := range vars {
 		v.SetNodeValue(keepUnless(dir.Damping.Accepted, updated[k], params[k]))
+	}
+	if metric != nil {
+		metric.update(dir.grad)
 	}
 	if lambda != nil {
 		lambda.SetNodeValue(dir.Damping.Next)

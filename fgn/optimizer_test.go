@@ -296,7 +296,8 @@ func TestOptimizerConfigErrors(t *testing.T) {
 // TestNonFiniteStepChangesNothing checks that a batch with a NaN or Inf feature leaves every
 // parameter and every optimizer state variable bit-identical, reports Direction.Finite false and
 // is counted by SkippedSteps,
-// for FGN (closed-form Gram, matrix-free) and SGN in float32 and float64.
+// for FGN (closed-form Gram, matrix-free) and SGN, and both with ScaledDamping (whose moving
+// averages a bad batch must not change either), in float32 and float64.
 func TestNonFiniteStepChangesNothing(t *testing.T) {
 	p := newProblem(23, 6, 4, 3, 3, 1)
 	for _, dtype := range []dtypes.DType{dtypes.Float32, dtypes.Float64} {
@@ -308,6 +309,8 @@ func TestNonFiniteStepChangesNothing(t *testing.T) {
 			{"FGN closed-form Gram", FGN().WarmStart(true), math.NaN()},
 			{"FGN matrix-free", FGN().WarmStart(true).RowOperator(MatrixFree), math.Inf(1)},
 			{"SGN", SGN().WarmStart(true), math.NaN()},
+			{"FGN scaled damping", FGN().WarmStart(true).ScaledDamping(true), math.NaN()},
+			{"SGN scaled damping", SGN().WarmStart(true).ScaledDamping(true), math.Inf(1)},
 		} {
 			t.Run(tc.name+"/"+dtype.String(), func(t *testing.T) {
 				m := newOptModelOf(p, false, false, dtype)

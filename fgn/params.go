@@ -30,6 +30,7 @@ const (
 	ParamCGStopAtNoise   = "fgn_cg_stop_at_noise"  // bool: CGSettings.StopAtNoise
 	ParamRowOperator     = "fgn_row_operator"      // string: CheaperRowOperator, ClosedFormGram or MatrixFree
 	ParamGGNStepLength   = "fgn_ggn_step_length"   // bool: Settings.GGNStepLength
+	ParamScaledDamping   = "fgn_scaled_damping"    // bool: Settings.ScaledDamping
 	ParamWarmStart       = "fgn_warm_start"        // bool: Settings.WarmStart
 	ParamSaturationFloor = "fgn_saturation_floor"  // float64: Settings.SaturationFloor
 )
@@ -63,6 +64,7 @@ func DeclareParams(store *model.Store) {
 		ParamCGStopAtNoise:   s.CG.StopAtNoise,
 		ParamRowOperator:     s.RowOperator,
 		ParamGGNStepLength:   s.GGNStepLength,
+		ParamScaledDamping:   s.ScaledDamping,
 		ParamWarmStart:       s.WarmStart,
 		ParamSaturationFloor: s.SaturationFloor,
 	} {
@@ -89,6 +91,7 @@ func (c *GNConfig) FromScope(scope *model.Scope) *GNConfig {
 	c.s.CG.StopAtNoise = model.GetParamOr(scope, ParamCGStopAtNoise, c.s.CG.StopAtNoise)
 	c.s.RowOperator = model.GetParamOr(scope, ParamRowOperator, c.s.RowOperator)
 	c.s.GGNStepLength = model.GetParamOr(scope, ParamGGNStepLength, c.s.GGNStepLength)
+	c.s.ScaledDamping = model.GetParamOr(scope, ParamScaledDamping, c.s.ScaledDamping)
 	c.s.WarmStart = model.GetParamOr(scope, ParamWarmStart, c.s.WarmStart)
 	c.s.SaturationFloor = model.GetParamOr(scope, ParamSaturationFloor, c.s.SaturationFloor)
 	if name := model.GetParamOr(scope, ParamDampingPolicy, ""); name != "" {

@@ -35,13 +35,13 @@ func TestFromScope(t *testing.T) {
 		{"GoMLX's learning rate", map[string]any{optimizer.ParamLearningRate: 1e-4}, func(*fgn.Settings) {}, "lm"},
 		{"all", map[string]any{fgn.ParamLearningRate: 0.5, optimizer.ParamLearningRate: 1e-4, fgn.ParamDamping: 0.25,
 			fgn.ParamCGMaxIterations: 12, fgn.ParamCGTolerance: 1e-8, fgn.ParamCGStoppingRule: "whitened-row",
-			fgn.ParamCGStopAtNoise: false, fgn.ParamGGNStepLength: false,
+			fgn.ParamCGStopAtNoise: false, fgn.ParamGGNStepLength: false, fgn.ParamScaledDamping: true,
 			fgn.ParamRowOperator: "matrix-free", fgn.ParamWarmStart: true, fgn.ParamSaturationFloor: 1e-20,
 			fgn.ParamDampingPolicy: "lm"},
 			func(s *fgn.Settings) {
 				*s = fgn.Settings{LearningRate: 0.5, Damping: 0.25, RowOperator: fgn.MatrixFree, WarmStart: true,
-					SaturationFloor: 1e-20,
-					CG:              fgn.CGSettings{MaxIterations: 12, Tolerance: 1e-8, StoppingRule: fgn.StopWhitenedRowResidual}}
+					SaturationFloor: 1e-20, ScaledDamping: true,
+					CG: fgn.CGSettings{MaxIterations: 12, Tolerance: 1e-8, StoppingRule: fgn.StopWhitenedRowResidual}}
 			}, "lm"},
 		{"typed values", map[string]any{fgn.ParamCGStoppingRule: fgn.StopWhitenedRowResidual,
 			fgn.ParamRowOperator: fgn.MatrixFree, fgn.ParamDampingPolicy: "constant"},
@@ -163,12 +163,13 @@ func TestDeclareParams(t *testing.T) {
 	}
 	_, err := commandline.ParseSettings(store, "fgn_learning_rate=0.5;fgn_damping=0.1;fgn_damping_policy=constant;"+
 		"fgn_cg_max_iterations=7;fgn_cg_tolerance=1e-6;fgn_cg_stopping_rule=whitened-row;fgn_row_operator=matrix-free;"+
-		"fgn_warm_start=true;fgn_saturation_floor=1e-20;fgn_cg_stop_at_noise=false;fgn_ggn_step_length=false")
+		"fgn_warm_start=true;fgn_saturation_floor=1e-20;fgn_cg_stop_at_noise=false;fgn_ggn_step_length=false;"+
+		"fgn_scaled_damping=true")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := fgn.Settings{LearningRate: 0.5, Damping: 0.1, RowOperator: fgn.MatrixFree, WarmStart: true, SaturationFloor: 1e-20,
-		CG: fgn.CGSettings{MaxIterations: 7, Tolerance: 1e-6, StoppingRule: fgn.StopWhitenedRowResidual}}
+		ScaledDamping: true, CG: fgn.CGSettings{MaxIterations: 7, Tolerance: 1e-6, StoppingRule: fgn.StopWhitenedRowResidual}}
 	for _, c := range []*fgn.GNConfig{fgn.FGN(), fgn.SGN()} {
 		if got := c.FromScope(store.RootScope().In("model")).Settings(); got != want {
 			t.Errorf("settings after -set: %+v, want %+v", got, want)

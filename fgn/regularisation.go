@@ -210,13 +210,24 @@ func scalarConstant(n *Node) (float64, bool) {
 	return 0, false
 }
 
-// inverseMetric returns, per parameter, 1/m_k with m_k = 1 + D_k/λ, the metric M = Λ/λ of the
-// damped L2 curvature Λ = λI + D (nil for m_k = 1: no L2 term on the parameter), for the scalar λ.
-func (r *regularisation) inverseMetric(lambda *Node) Vec {
+// inverseMetric returns, per parameter, 1/m_k with m_k = s_k + D_k/λ, the metric M = Λ/λ of the
+// damped L2 curvature Λ = λS + D (nil for m_k = 1: no L2 term and no scale on the parameter),
+// for the scalar λ and the damping metric's scales s_k (scale, Settings.ScaledDamping; nil for
+// S = I).
+func (r *regularisation) inverseMetric(lambda *Node, scale Vec) Vec {
 	inv := make(Vec, len(r.hessian))
 	for k, dk := range r.hessian {
+		var m *Node
 		if dk > 0 {
-			inv[k] = Reciprocal(OnePlus(Div(Scalar(lambda.Graph(), lambda.DType(), dk), lambda)))
+			m = Div(Scalar(lambda.Graph(), lambda.DType(), dk), lambda)
+		}
+		switch {
+		case scale != nil && m != nil:
+			inv[k] = Reciprocal(Add(ConvertDType(scale[k], m.DType()), m))
+		case scale != nil:
+			inv[k] = Reciprocal(scale[k])
+		case m != nil:
+			inv[k] = Reciprocal(OnePlus(m))
 		}
 	}
 	return inv

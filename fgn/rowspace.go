@@ -101,9 +101,9 @@ func newWhitening(m *gn.Margin, floor float64) whitening {
 // solution. After a gradient start, e is the residual of w's system, which is that of u.
 func (c *GNConfig) Direction(lin Linearization, labels *Node, start Vec) *Direction {
 	if c.fgn {
-		return fgnDirection(lin, labels, first(start), c.s, nil, nil)
+		return fgnDirection(lin, labels, first(start), c.s, nil, nil, nil)
 	}
-	return sgnDirection(lin, labels, start, c.s, nil, nil)
+	return sgnDirection(lin, labels, start, c.s, nil, nil, nil)
 }
 
 // fgnDirection is FGN's GNConfig.Direction (see there for the solve), from u0 (nil for zero), with
@@ -116,19 +116,21 @@ func (c *GNConfig) Direction(lin Linearization, labels *Node, start Vec) *Direct
 // costs one JVP (matrix-free). With a regulariser the operator depends on λ, so they cost a VJP
 // and a JVP of their own (regularisedScale).
 //
-// With a regulariser the damped system is (J̃ᵀJ̃/b + Λ) d = −(J̃ᵀr̃/b + g_R), Λ = λI + D = λM
-// (g_R = ∇R, D the Hessian of R's L2 terms, see regularisation). By the push-through identity
+// With a regulariser the damped system is (J̃ᵀJ̃/b + Λ) d = −(J̃ᵀr̃/b + g_R), Λ = λS + D = λM
+// (g_R = ∇R, D the Hessian of R's L2 terms, see regularisation; S the damping metric of
+// Settings.ScaledDamping, whose scales metric holds, S = I for metric nil). By the push-through identity
 // (Λ + J̃ᵀJ̃/b)⁻¹ = Λ⁻¹ − Λ⁻¹J̃ᵀ(bI + J̃Λ⁻¹J̃ᵀ)⁻¹J̃Λ⁻¹ it is still a b-dimensional solve,
 //
 //	(bλI + J̃M⁻¹J̃ᵀ) u = r̃ − t,   t = J̃M⁻¹g_R/λ,      d = −M⁻¹(g_R/λ + J̃ᵀu),
 //
-// one JVP more than without (t), and the same system for D = 0 and g_R = 0. CG takes the
+// one JVP more than without (t), and the same system for D = 0 and g_R = 0; without a regulariser
+// but with the metric, M = S, which does not depend on λ (t = 0, μ and ν from K r̃ as without). CG takes the
 // factored operator J̃M⁻¹J̃ᵀ = LᵀL with L u = M^{-1/2}J̃ᵀu, or, in closed form, the Gram
 // G_M = J M⁻¹ Jᵀ with per-tensor weights (AffineHead: W and the bias damped apart). For a row
 // iterate u with residual e = r̃ − t − (bλI + J̃M⁻¹J̃ᵀ)u, (H + Λ)d + g = J̃ᵀe/b as without a
 // regulariser; the parameter stopping rule measures it in the M⁻¹-norm, ‖L e‖ = ‖M^{-1/2}J̃ᵀe‖,
 // relative to its value at u = 0 (d₀ = −Λ⁻¹g_R; the gradient's norm ‖J̃ᵀr̃‖ without regulariser).
-func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dampingFn, reg *regularisation) *Direction {
+func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dampingFn, reg *regularisation, metric Vec) *Direction {
 	cfg.mustValidateSolve()
 	m := gn.NewMargin(lin.Logits(), labels)
 	j := gn.MarginJacobian{Lin: lin, GradS: m.GradS}
@@ -146,8 +148,12 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dam
 		sys.RefNorm2 = gn.VecDot(Vec{w.refRTilde}, Vec{w.refRTilde})
 	}
 	var scale batchScale
+	var grad Vec // the batch gradient g + g_R, where formed
+	if reg != nil && (damping != nil || metric != nil) {
+		grad = batchGradient(j, m, w, reg)
+	}
 	if reg != nil && damping != nil {
-		scale = regularisedScale(j, m, w, reg)
+		scale = regularisedScale(j, m, w, reg, grad, reciprocals(metric))
 	}
 	// With no regulariser the operator does not depend on λ: its product K r̃ gives μ and ν
 	// (rowScale) before λ is chosen, and CG's first iteration takes it. It is formed when CG starts
@@ -162,15 +168,15 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dam
 	unwhitenedRHS := m.PDagger
 	// invM and sqrtInvM hold 1/m_k and 1/√m_k per parameter, nil where m_k = 1; gradStep is
 	// M⁻¹g_R/λ, the regulariser's part of −d (nil without one).
-	var invM, sqrtInvM, gradStep Vec
+	var invM, gradStep Vec
+	switch {
+	case reg != nil:
+		invM = reg.inverseMetric(lam, metric)
+	case metric != nil:
+		invM = reciprocals(metric)
+	}
+	sqrtInvM := sqrtEach(invM)
 	if reg != nil {
-		invM = reg.inverseMetric(lam)
-		sqrtInvM = make(Vec, len(invM))
-		for k, x := range invM {
-			if x != nil {
-				sqrtInvM[k] = Sqrt(x)
-			}
-		}
 		gradStep = scaleEach(reg.grad, invM)
 		for k, x := range gradStep {
 			if x != nil {
@@ -242,7 +248,17 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dam
 	sol := gn.SolveCG(sys, cfg.CG.MaxIterations, cfg.CG.Tolerance, inLoop)
 	dir := newDirection(backProject(sol), m, sol)
 	dir.Method = method
-	dir.lambda, dir.scale = lam, scale
+	dir.lambda, dir.scale, dir.metric = lam, scale, metric
+	if metric != nil {
+		switch {
+		case grad != nil:
+		case sys.FactorRHS != nil && reg == nil: // L r̃ = S^{-1/2} J̃ᵀr̃ = b S^{-1/2} g
+			grad = gn.VecScale(Scalar(g, dtype, 1/float64(b)), scaleEach(sys.FactorRHS, sqrtEach(metric)))
+		default:
+			grad = batchGradient(j, m, w, nil)
+		}
+		dir.grad = grad
+	}
 	return dir
 }
 
@@ -258,27 +274,39 @@ func rowScale(rTilde, kr *Node) batchScale {
 	}
 }
 
-// regularisedScale returns FGN's batchScale for the regularised loss, along its gradient
-// g = J̃ᵀr̃/b + g_R: gᵀ(H_FGN + D)g = (1/b)Σ_i q'_i (J_i g)² + Σ_k D_k‖g_k‖², and example i's
-// gradient along g is (p_†,i J_i g + g_Rᵀg)/‖g‖ (the regulariser is every example's). It makes
-// one VJP (J̃ᵀr̃) and one JVP (J g).
-func regularisedScale(j gn.MarginJacobian, m *gn.Margin, w whitening, reg *regularisation) batchScale {
+// batchGradient returns the batch gradient of the loss, g = J̃ᵀr̃/b (eq. 3.8), plus g_R for a
+// regulariser reg (nil for none): one VJP.
+func batchGradient(j gn.MarginJacobian, m *gn.Margin, w whitening, reg *regularisation) Vec {
 	b := float64(m.S.Shape().Dim(0))
 	grad := gn.VecScale(Scalar(m.S.Graph(), m.S.DType(), 1/b), j.VJP(Mul(w.sqrtQ, w.rTilde)))
-	gradR := orZerosLike(reg.grad, grad)
-	for k := range grad {
-		grad[k] = Add(grad[k], gradR[k])
+	if reg != nil {
+		gradR := orZerosLike(reg.grad, grad)
+		for k := range grad {
+			grad[k] = Add(grad[k], gradR[k])
+		}
 	}
-	jg := j.JVP(grad)
-	curvature := DivScalar(ReduceAllSum(Mul(Square(w.sqrtQ), Square(jg))), b)
+	return grad
+}
+
+// regularisedScale returns FGN's batchScale for the regularised loss from its gradient
+// g = J̃ᵀr̃/b + g_R (grad), along u = S⁻¹g in the norm of S, S the damping metric
+// (Settings.ScaledDamping; invS holds 1/s_k, nil for S = I): uᵀ(H_FGN + D)u / uᵀS u with
+// uᵀ(H_FGN + D)u = (1/b)Σ_i q'_i (J_i u)² + Σ_k D_k‖u_k‖² and uᵀS u = gᵀu, and example i's
+// gradient along u is (p_†,i J_i u + g_Rᵀu)/‖u‖_S (the regulariser is every example's). It makes
+// one JVP (J u).
+func regularisedScale(j gn.MarginJacobian, m *gn.Margin, w whitening, reg *regularisation, grad, invS Vec) batchScale {
+	b := float64(m.S.Shape().Dim(0))
+	u := scaleEach(grad, invS)
+	ju := j.JVP(u)
+	curvature := DivScalar(ReduceAllSum(Mul(Square(w.sqrtQ), Square(ju))), b)
 	for k, dk := range reg.hessian {
 		if dk > 0 {
-			curvature = Add(curvature, MulScalar(ReduceAllSum(Square(grad[k])), dk))
+			curvature = Add(curvature, MulScalar(ReduceAllSum(Square(u[k])), dk))
 		}
 	}
 	return batchScale{
-		curvature: curvatureScale(curvature, gn.VecDot(grad, grad)),
-		noise:     gradientNoise(Add(Mul(m.PDagger, jg), gn.VecDot(gradR, grad))),
+		curvature: curvatureScale(curvature, gn.VecDot(grad, u)),
+		noise:     gradientNoise(Add(Mul(m.PDagger, ju), gn.VecDot(orZerosLike(reg.grad, u), u))),
 	}
 }
 

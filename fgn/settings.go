@@ -30,6 +30,12 @@ type Settings struct {
 	// ratio is then measured on the GGN model. SGN, whose CG direction already minimises its model
 	// along itself, and GNConfig.Direction ignore it.
 	GGNStepLength bool `json:"ggn_step_length,omitempty" yaml:"ggn_step_length,omitempty"`
+	// ScaledDamping makes an optimizer damp each parameter tensor apart, Λ = λS (see
+	// dampingMetric): a tensor whose gradient is larger on the average over the steps is damped
+	// more, so that where the damping rules the step (the directions the curvature leaves flat)
+	// its tensors move in proportion to their gradients' scale rather than to the raw gradient.
+	// GNConfig.Direction, which keeps no state, ignores it.
+	ScaledDamping bool `json:"scaled_damping,omitempty" yaml:"scaled_damping,omitempty"`
 	// WarmStart starts CG from the previous step's solution: the previous direction for SGN, the
 	// previous row-space solution u for FGN (meaningful only for a fixed batch size).
 	WarmStart bool `json:"warm_start" yaml:"warm_start"`

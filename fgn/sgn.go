@@ -13,7 +13,12 @@ import (
 // terms added to the product and g_R = ∇R to the right-hand side (see regularisation). (H_GGN + D)
 // g is the product of CG's first iteration, which starts from p_0 = −g and takes it
 // (gn.CGSystem.RHSProduct), and ν comes from its JVP; with a warm start they cost one product more.
-func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, damping dampingFn, reg *regularisation) *Direction {
+//
+// With the damping metric S (metric holds its scales s_k, Settings.ScaledDamping; nil for S = I)
+// the system is (H_GGN + D + λS) d = −(g + g_R), which CG solves in the rescaled parameters
+// e = S^{1/2}d: (S^{-1/2}(H_GGN + D)S^{-1/2} + λI) e = −S^{-1/2}(g + g_R), so that μ and ν are
+// measured along S⁻¹(g + g_R) in the norm of S.
+func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, damping dampingFn, reg *regularisation, metric Vec) *Direction {
 	cfg.mustValidateSolve()
 	m := gn.NewMargin(lin.Logits(), labels)
 	b := float64(m.S.Shape().Dim(0))
@@ -23,8 +28,12 @@ func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, damping
 	if reg != nil {
 		negGrad = subtract(negGrad, reg.grad)
 	}
-	// product returns (H_GGN + D) v from m = J_z v.
+	grad := gn.VecScale(Scalar(m.S.Graph(), m.S.DType(), -1), negGrad)
+	sqrtInvS := sqrtEach(reciprocals(metric))
+	negGrad = scaleEach(negGrad, sqrtInvS)
+	// product returns S^{-1/2}(H_GGN + D)S^{-1/2} v from m = J_z S^{-1/2} v.
 	product := func(v Vec, m *Node) Vec {
+		v = scaleEach(v, sqrtInvS)
 		out := gn.GGN(lin, probs, m)
 		if reg != nil {
 			for k, dk := range reg.hessian {
@@ -33,19 +42,23 @@ func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, damping
 				}
 			}
 		}
-		return out
+		return scaleEach(out, sqrtInvS)
 	}
-	sys := gn.CGSystem{Curvature: func(v Vec) Vec { return product(v, lin.JVP(v)) }, RHS: negGrad, X0: x0}
+	if x0 != nil && metric != nil {
+		x0 = scaleEach(x0, sqrtEach(metric))
+	}
+	sys := gn.CGSystem{Curvature: func(v Vec) Vec { return product(v, lin.JVP(scaleEach(v, sqrtInvS))) }, RHS: negGrad, X0: x0}
 	var scale batchScale
 	if x0 == nil || damping != nil || cfg.CG.StopAtNoise {
-		jz := lin.JVP(negGrad)
+		jz := lin.JVP(scaleEach(negGrad, sqrtInvS))
 		sys.RHSProduct = product(negGrad, jz)
 		scale.curvature = curvatureScale(gn.VecDot(negGrad, sys.RHSProduct), gn.VecDot(negGrad, negGrad))
-		// Example i's gradient of L along −g is ∇_z ℓ_iᵀ(J_z v)_i + g_Rᵀv = (p_i − y_i)ᵀ(J_z v)_i + g_Rᵀv
-		// for v = −g (eq. 2.11).
+		// Example i's gradient of L along v = −S⁻¹g is ∇_z ℓ_iᵀ(J_z v)_i + g_Rᵀv = (p_i − y_i)ᵀ(J_z v)_i +
+		// g_Rᵀv (eq. 2.11).
 		along := ReduceSum(Mul(Sub(probs, m.OneHot), jz), -1)
 		if reg != nil {
-			along = Add(along, gn.VecDot(orZerosLike(reg.grad, negGrad), negGrad))
+			v := scaleEach(negGrad, sqrtInvS)
+			along = Add(along, gn.VecDot(orZerosLike(reg.grad, v), v))
 		}
 		scale.noise = gradientNoise(along)
 	}
@@ -54,8 +67,12 @@ func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, damping
 		sys.Tolerance = noiseTolerance(scale.noise)
 	}
 	sol := gn.SolveCG(sys, cfg.CG.MaxIterations, cfg.CG.Tolerance, inWhileLoop(lin))
-	dir := newDirection(sol.X, m, sol)
+	dir := newDirection(scaleEach(sol.X, sqrtInvS), m, sol)
+	dir.Solution = dir.D // the warm start's state is the direction, whatever S the next step takes
 	dir.Method.Curvature = SGNCurvature
-	dir.lambda, dir.scale = sys.Shift, scale
+	dir.lambda, dir.scale, dir.metric = sys.Shift, scale, metric
+	if metric != nil {
+		dir.grad = grad
+	}
 	return dir
 }

@@ -13,8 +13,8 @@ import (
 //
 // from z_d = J_z d (the logits' JVP along d, b×C), with g = (1/b) J_zᵀ(p − y) (eq. 2.11) and
 // dᵀH_GGN d = (1/b) Σ_i [p_iᵀ z_d,i² − (p_iᵀ z_d,i)²] (eq. 3.1), and λ the damping d was solved
-// with. On a regularised loss (reg not nil) g and H include the regulariser's gradient and L2
-// Hessian D.
+// with (λ dᵀS d in place of λ‖d‖² with the damping metric S of Settings.ScaledDamping). On a
+// regularised loss (reg not nil) g and H include the regulariser's gradient and L2 Hessian D.
 //
 // Why. FGN solves (H_FGN + λI) d = −g with H_FGN ⪯ H_GGN (Proposition 3.2, item 1): along d the
 // FGN model is flatter than the GGN model by dᵀ(H_GGN − H_FGN)d, the within-competitor covariance
@@ -40,8 +40,12 @@ func ggnStepLength(lin Linearization, labels, zd *Node, dir *Direction, reg *reg
 	curvature := ggnCurvature(probs, zd)
 	lambda := ConvertDType(dir.lambda, dtype)
 	var norm2 *Node
-	for _, dk := range dir.D {
-		t := ConvertDType(ReduceAllSum(Square(dk)), dtype)
+	for k, dk := range dir.D {
+		t := ReduceAllSum(Square(dk))
+		if dir.metric != nil { // λ dᵀS d with the damping metric S (Settings.ScaledDamping)
+			t = Mul(t, dir.metric[k])
+		}
+		t = ConvertDType(t, dtype)
 		if norm2 == nil {
 			norm2 = t
 		} else {

@@ -49,6 +49,7 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"train", "--damping-policy", "trust"}, `unknown damping policy "trust"`},
 		{[]string{"train", "--method", "adam", "--cg-stop-at-noise"}, "--cg-stop-at-noise does not apply: it sets SGN and FGN"},
 		{[]string{"train", "--method", "adam,sgn", "--ggn-step-length"}, "--ggn-step-length does not apply: it sets FGN's step"},
+		{[]string{"train", "--method", "adam", "--scaled-damping"}, "--scaled-damping does not apply: it sets SGN and FGN"},
 		{[]string{"train", "--method", "fgn", "--cg-stop-at-noise"}, "--cg-stop-at-noise does not apply: FGN's CG stops at the gradient's noise only on --cg-stopping-rule parameter"},
 		{[]string{"train", "--damping-policy", "lm", "--damping", "1e7", "--examples", "64", "--dim", "2", "--batch", "8"},
 			"outside the Levenberg-Marquardt bounds"},
@@ -66,13 +67,14 @@ func TestRunErrors(t *testing.T) {
 
 func TestTrainWritesTraces(t *testing.T) {
 	// The paper's step (constant λ), and the library's step controls: Levenberg-Marquardt, CG
-	// stopped at the gradient's noise, FGN at the GGN's step length.
+	// stopped at the gradient's noise, FGN at the GGN's step length, the damping metric.
 	for _, tc := range []struct {
 		damping, steering, rule string
 		flags                   []string
 	}{
 		{"constant", "false", "whitened-row", nil},
-		{"lm", "true", "parameter", []string{"--cg-stopping-rule", "parameter", "--cg-stop-at-noise", "--ggn-step-length"}},
+		{"lm", "true", "parameter", []string{"--cg-stopping-rule", "parameter", "--cg-stop-at-noise", "--ggn-step-length",
+			"--scaled-damping"}},
 	} {
 		damping := tc.damping
 		out := t.TempDir()
@@ -93,7 +95,7 @@ func TestTrainWritesTraces(t *testing.T) {
 			if got, ok := tab.Lookup("damping_policy"); m == "fgn" && got != damping || m == "adam" && ok {
 				t.Errorf("%s trace with --damping-policy %s: damping_policy comment %q", m, damping, got)
 			}
-			for _, key := range []string{"cg_stop_at_noise", "ggn_step_length"} {
+			for _, key := range []string{"cg_stop_at_noise", "ggn_step_length", "scaled_damping"} {
 				if got, ok := tab.Lookup(key); m == "fgn" && got != tc.steering || m == "adam" && ok {
 					t.Errorf("%s trace with %q: %s comment %q, want %q", m, tc.flags, key, got, tc.steering)
 				}

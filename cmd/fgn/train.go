@@ -90,6 +90,8 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		"the library's default, not the paper's)")
 	ggnStepLength := c.Bool("ggn-step-length", paper.GGNStepLength, "step FGN at the GGN's step length along its "+
 		"direction (fgn.Settings.GGNStepLength; the library's default, not the paper's)")
+	scaledDamping := c.Bool("scaled-damping", paper.ScaledDamping, "damp each parameter tensor of SGN/FGN by λ times "+
+		"its gradient's scale relative to the others' (fgn.Settings.ScaledDamping)")
 	out := c.String("out", "results/train", "directory for the trace CSVs (<method>_seed<seed>.csv)")
 	backendFlag := c.backendFlag()
 	quiet := c.Bool("quiet", false, "no progress display or epoch telemetry")
@@ -183,7 +185,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		if m != method.Adam {
 			s := &h.GN
 			s.Damping, s.CG.MaxIterations, s.CG.Tolerance, s.CG.StoppingRule = *damping, *cgMaxIterations, *cgTolerance, cgStoppingRule
-			s.CG.StopAtNoise, s.GGNStepLength = *stopAtNoise, *ggnStepLength
+			s.CG.StopAtNoise, s.GGNStepLength, s.ScaledDamping = *stopAtNoise, *ggnStepLength, *scaledDamping
 		}
 		cfgs[i] = train.Config{Method: m, Hyper: h, DampingPolicy: *dampingPolicy, Model: train.Model{Hidden: *hidden},
 			Classes: classes, BatchSize: *batch, Epochs: *epochs, EvalEvery: *evalEvery, Seed: *seed}
@@ -323,7 +325,7 @@ func trainFlagsApply(c *command, ms []method.Method, dataDir string, files, eval
 	gn := slices.ContainsFunc(ms, func(m method.Method) bool { return m != method.Adam })
 	if !gn {
 		if err := c.notApplicable("it sets SGN and FGN, and --method has neither", "damping", "damping-policy",
-			"cg-max-iterations", "cg-tolerance", "cg-stopping-rule", "cg-stop-at-noise", "ggn-step-length"); err != nil {
+			"cg-max-iterations", "cg-tolerance", "cg-stopping-rule", "cg-stop-at-noise", "ggn-step-length", "scaled-damping"); err != nil {
 			return err
 		}
 	}

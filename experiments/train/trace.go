@@ -46,6 +46,7 @@ func (t *Trace) Table() *report.Table {
 			tab.Comment("row_operator", s.RowOperator)
 			tab.Comment("ggn_step_length", strconv.FormatBool(s.GGNStepLength))
 		}
+		tab.Comment("scaled_damping", strconv.FormatBool(s.ScaledDamping))
 	}
 	tab.Comment("classes", strconv.Itoa(t.Classes))
 	tab.Comment("batch_size", strconv.Itoa(c.BatchSize))

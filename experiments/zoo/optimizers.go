@@ -40,8 +40,9 @@ func Adam(lr float64) Optimizer {
 
 // Candidates are the optimizers the sweep knows by name: FGN and SGN at their defaults
 // (fgn.FGN().Done(), fgn.SGN().Done()), FGN and SGN started from α = 1, λ = 0.1 with
-// fgn.LevenbergMarquardt() (their other settings the defaults), the ablations of the defaults
-// (ablations), and Adam at each of AdamRates. A setting under study joins them as a GN
+// fgn.LevenbergMarquardt() (their other settings the defaults), FGN and SGN damped in the damping
+// metric (fgn.Settings.ScaledDamping), the ablations of the defaults (ablations), and Adam at each
+// of AdamRates. A setting under study joins them as a GN
 // constructor.
 var Candidates = append([]Optimizer{
 	GN(FGNDefault, fgn.FGN),
@@ -52,6 +53,8 @@ var Candidates = append([]Optimizer{
 	GN("SGN α=1 λ=0.1 lm", func() *fgn.GNConfig {
 		return fgn.SGN().LearningRate(1).Damping(0.1).DampingPolicy(fgn.LevenbergMarquardt())
 	}),
+	GN("FGN scaled damping", func() *fgn.GNConfig { return fgn.FGN().ScaledDamping(true) }),
+	GN("SGN scaled damping", func() *fgn.GNConfig { return fgn.SGN().ScaledDamping(true) }),
 }, append(ablations(), adamGrid()...)...)
 
 // ablations are the defaults with one choice undone: FGN and SGN with Levenberg-Marquardt damping

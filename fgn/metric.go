@@ -1,0 +1,147 @@
+package fgn
+
+import (
+	"fmt"
+	"path"
+
+	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/support/exceptions"
+)
+
+// Constants of the damping metric of Settings.ScaledDamping.
+const (
+	// metricDecay is β₂ of the moving average of each tensor's mean squared gradient, Adam's.
+	metricDecay = 0.999
+	// metricExponent is the power of the tensors' gradient scale relative to their mean that
+	// damps them: 0 would be λI, 1 Adam's per-tensor scaling. Chosen on the model zoo
+	// (experiments/zoo, BENCHMARKS.md).
+	metricExponent = 0.5
+	// metricFloor is the smallest relative gradient scale a tensor is damped at.
+	metricFloor = 1e-4
+)
+
+// dampingMetric is the damping metric S of Settings.ScaledDamping: the damped system is
+// (H + λS) d = −g with S = diag(s_k I), one scale s_k > 0 per parameter tensor w_k,
+//
+//	s_k = (max(ρ_k/ρ̄, 10⁻⁴))^{1/2},   ρ_k = √v̂_k,   ρ̄ = Σ_k n_k ρ_k / Σ_k n_k,
+//
+// v̂_k the bias-corrected exponential moving average (β₂ = 0.999, as Adam's second moment) of
+// the mean square of w_k's batch gradient over the previous steps, n_k its number of entries.
+// The first step, which has no average yet, takes S = I.
+//
+// Why. With Levenberg-Marquardt damping a step is the Gauss-Newton step along the curvature's
+// leading directions and −g/λ along the directions the curvature leaves flat, with one λ for
+// every parameter: a tensor whose gradient is large (a network whose logits start saturated
+// and whose last layers' gradients dwarf the first layers') takes most of that part of the
+// step. Adam divides each gradient entry by its own scale; S divides each tensor's by the
+// square root of its scale relative to the others', half way between the two in the exponent.
+// Marquardt's scaling of the damping by diag(JᵀJ) is the same idea with the curvature's
+// diagonal, which a matrix-free step does not have. S is a constant of the step, so the solve
+// is FGN's and SGN's with the parameters rescaled by S^{1/2}: FGN's row operator becomes
+// J̃S⁻¹J̃ᵀ (the closed-form Gram of an affine head with per-tensor weights, see
+// AffineHead.marginGram), SGN's CG runs on S^{-1/2}(H + λS)S^{-1/2}, and the batch's curvature
+// scale and gradient noise (DampingPolicy) are measured along the scaled gradient S⁻¹g with the
+// norm of S.
+type dampingMetric struct {
+	// scale holds s_k (scalars, the parameters' dtypes) per parameter.
+	scale       Vec
+	vars        []*model.Variable // the moving averages v_k, float64 scalars
+	steps       *model.Variable   // the number of averaged steps, float64 scalar
+	meanSquares Vec               // v_k's values in the step's graph
+	count       *Node             // steps' value in the step's graph
+}
+
+// newDampingMetric reads the damping metric's state for the parameters params (of the variables
+// vars) from the optimizer's scope, created at zero on first use, and forms S.
+func (o *gnOptimizer) newDampingMetric(scope *model.Scope, g *Graph, vars []*model.Variable, params Vec) *dampingMetric {
+	dm := &dampingMetric{vars: make([]*model.Variable, len(params)), meanSquares: make(Vec, len(params)),
+		scale: make(Vec, len(params))}
+	state := func(scopePath, name string) *model.Variable {
+		v := scope.Store().Scope(scopePath).VariableWithValue(name, 0.0).SetTrainable(false)
+		if v.DType() != dtypes.Float64 || v.Shape().Rank() != 0 {
+			exceptions.Panicf("fgn: damping metric state %q is %s, the step needs a float64 scalar", v.Path(), v.Shape())
+		}
+		return v
+	}
+	root := path.Join("/", o.c.scopeName)
+	dm.steps = state(root, "scaled_damping_steps")
+	dm.count = dm.steps.NodeValue(g)
+	// v̂_k = v_k/(1 − β₂ᵗ) after t steps.
+	correction := OneMinus(Pow(Scalar(g, dtypes.Float64, metricDecay), dm.count))
+	rms := make(Vec, len(params))
+	var weighted *Node
+	var entries float64
+	for k, p := range params {
+		dm.vars[k] = state(path.Join(root, vars[k].Scope()), fmt.Sprintf("%s_mean_square", vars[k].Name()))
+		dm.meanSquares[k] = dm.vars[k].NodeValue(g)
+		rms[k] = Sqrt(Div(dm.meanSquares[k], correction))
+		n := float64(p.Shape().Size())
+		entries += n
+		if term := MulScalar(rms[k], n); weighted == nil {
+			weighted = term
+		} else {
+			weighted = Add(weighted, term)
+		}
+	}
+	mean := DivScalar(weighted, entries)
+	// Before the first step, or if the averages are zero (a gradient that was zero so far) or not
+	// finite, S = I.
+	defined := LogicalAnd(GreaterThan(dm.count, ScalarZero(g, dtypes.Float64)),
+		LogicalAnd(GreaterThan(mean, ScalarZero(g, dtypes.Float64)), IsFinite(mean)))
+	safeMean := Where(defined, mean, OnesLike(mean))
+	for k, p := range params {
+		s := Pow(Max(Div(rms[k], safeMean), Scalar(g, dtypes.Float64, metricFloor)), Scalar(g, dtypes.Float64, metricExponent))
+		dm.scale[k] = StopGradient(ConvertDType(Where(defined, s, OnesLike(s)), p.DType()))
+	}
+	return dm
+}
+
+// update adds the batch gradient grad (shaped like the parameters) to the moving averages, unless
+// an entry of it is not finite: a bad batch changes nothing.
+func (dm *dampingMetric) update(grad Vec) {
+	finite := allFinite(grad)
+	for k, gk := range grad {
+		v := dm.meanSquares[k]
+		next := Add(MulScalar(v, metricDecay), MulScalar(ConvertDType(ReduceAllMean(Square(gk)), dtypes.Float64), 1-metricDecay))
+		dm.vars[k].SetNodeValue(Where(finite, next, v))
+	}
+	dm.steps.SetNodeValue(Where(finite, OnePlus(dm.count), dm.count))
+}
+
+// scales returns the metric's per-tensor scales, nil for no metric (S = I).
+func (dm *dampingMetric) scales() Vec {
+	if dm == nil {
+		return nil
+	}
+	return dm.scale
+}
+
+// reciprocals returns 1/x per entry of the scalars x (nil for nil).
+func reciprocals(x Vec) Vec {
+	if x == nil {
+		return nil
+	}
+	out := make(Vec, len(x))
+	for k, v := range x {
+		if v != nil {
+			out[k] = Reciprocal(v)
+		}
+	}
+	return out
+}
+
+// sqrtEach returns √x per entry of the scalars x (nil for nil).
+func sqrtEach(x Vec) Vec {
+	if x == nil {
+		return nil
+	}
+	out := make(Vec, len(x))
+	for k, v := range x {
+		if v != nil {
+			out[k] = Sqrt(v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,150 @@
+package fgn
+
+import (
+	"math"
+	"testing"
+
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/fgn-paper/fgn/internal/ref"
+)
+
+// TestScaledDampingMatchesDense checks one step of FGN and SGN with Settings.ScaledDamping against
+// the dense damped solve d = −(H + D + λS)⁻¹(g + ∇R) of explicitAffine, the independent float64
+// reference, for the metric S that the optimizer's state sets (W's entries damped by λs_W, the
+// bias's by λs_b), s_k = (max(ρ_k/ρ̄, 10⁻⁴))^{1/2} computed on the host from the preset moving
+// averages: FGN's closed-form Gram with per-tensor weights, its matrix-free products, autodiff,
+// and SGN, to 1e-8 relative, without a regulariser and with an L2 term on W and the bias, on a
+// random batch and on one whose every other row is saturated (FGN's gradient start). FGN's step
+// length is checked against −(g + ∇R)ᵀd/dᵀ(H_GGN + D + λS)d and the moving averages after the
+// step against β₂v_k + (1 − β₂)·mean((g + ∇R)_k²). The first step (no average yet) takes S = I.
+func TestScaledDampingMatchesDense(t *testing.T) {
+	const lambda = 0.3
+	random := newProblem(51, 7, 5, 4, 0, 1)
+	saturated := newProblem(51, 7, 5, 4, 0, 1)
+	for i := 0; i < saturated.b; i += 2 {
+		for k := range saturated.h[i] {
+			saturated.h[i][k] *= 1e4
+		}
+	}
+	exact := func(c *GNConfig) *GNConfig {
+		return c.ScaledDamping(true).Damping(lambda).LearningRate(1).CGMaxIterations(60).CGTolerance(1e-14).
+			CGStopAtNoise(false).DampingPolicy(ConstantDamping{})
+	}
+	assemblies := []struct {
+		name string
+		opt  *GNConfig
+		sgn  bool
+		lin  func(*AffineHead) Linearization
+	}{
+		{"FGN (closed-form Gram), recognised head", exact(FGN().RowOperator(ClosedFormGram)), false, func(*AffineHead) Linearization { return nil }},
+		{"FGN (matrix-free)", exact(FGN().RowOperator(MatrixFree)), false, func(a *AffineHead) Linearization { return a }},
+		{"FGN (matrix-free, autodiff)", exact(FGN()), false, func(a *AffineHead) Linearization { return Linearize(a.Logits(), a.Params()) }},
+		{"SGN", exact(SGN()), true, func(a *AffineHead) Linearization { return a }},
+	}
+	none := regCase{name: "no regulariser", apply: func(*Graph, *model.Variable, *model.Variable) {},
+		grad:    func(p *problem) []float64 { return make([]float64, (p.d+1)*p.c) },
+		hessian: func(p *problem) []float64 { return make([]float64, (p.d+1)*p.c) }}
+	l2 := regCases[1] // L2 on W and the bias
+	states := []struct {
+		name       string
+		meanSquare [2]float64 // v_W, v_bias
+		steps      float64
+	}{
+		{"first step", [2]float64{0, 0}, 0},
+		{"bias gradients larger", [2]float64{1e-2, 4}, 3},
+		{"W gradients larger", [2]float64{2.5, 1e-3}, 7},
+	}
+	for _, st := range states {
+		for _, rc := range []regCase{none, l2} {
+			for _, pc := range []struct {
+				name string
+				p    *problem
+			}{{"random", random}, {"saturated", saturated}} {
+				p := pc.p
+				e := newExplicitAffine(p)
+				gradR, hess := rc.grad(p), rc.hessian(p)
+				nW := p.d * p.c
+				// S on the host.
+				s := [2]float64{1, 1}
+				if st.steps > 0 {
+					corr := 1 - math.Pow(metricDecay, st.steps)
+					rho := [2]float64{math.Sqrt(st.meanSquare[0] / corr), math.Sqrt(st.meanSquare[1] / corr)}
+					mean := (float64(nW)*rho[0] + float64(p.c)*rho[1]) / float64(nW+p.c)
+					for k := range s {
+						s[k] = math.Sqrt(math.Max(rho[k]/mean, metricFloor))
+					}
+				}
+				entryScale := func(k int) float64 {
+					if k < nW {
+						return s[0]
+					}
+					return s[1]
+				}
+				for _, as := range assemblies {
+					t.Run(st.name+"/"+rc.name+"/"+pc.name+"/"+as.name, func(t *testing.T) {
+						curvature := e.fgn
+						if as.sgn {
+							curvature = e.ggn
+						}
+						h := mat.NewSymDense(e.n, nil)
+						h.CopySym(curvature)
+						rhs := mat.NewVecDense(e.n, nil)
+						for k := range e.n {
+							h.SetSym(k, k, h.At(k, k)+hess[k]+lambda*entryScale(k))
+							rhs.SetVec(k, -e.grad.AtVec(k)-gradR[k])
+						}
+						var chol mat.Cholesky
+						if !chol.Factorize(h) {
+							t.Fatal("H + D + λS is not positive definite")
+						}
+						var want mat.VecDense
+						if err := chol.SolveVecTo(&want, rhs); err != nil {
+							t.Fatal(err)
+						}
+						m := newOptModel(p, false, false)
+						scopeName := as.opt.scopeName
+						state := m.store.Scope("/" + scopeName + "/classifier")
+						state.VariableWithValue("W_mean_square", st.meanSquare[0]).SetTrainable(false)
+						state.VariableWithValue("bias_mean_square", st.meanSquare[1]).SetTrainable(false)
+						m.store.Scope("/"+scopeName).VariableWithValue("scaled_damping_steps", st.steps).SetTrainable(false)
+						got, _, _, tau := m.regularisedStep(t, as.opt.Done(), p, rc, as.lin)
+						check(t, "direction vs dense −(H + D + λS)⁻¹(g + ∇R)", ref.RelErr(got, want.RawVector().Data), 1e-8)
+						if !as.sgn {
+							var gd, dhd float64
+							for k := range got {
+								gd += got[k] * (e.grad.AtVec(k) + gradR[k])
+								dhd += got[k] * got[k] * (hess[k] + lambda*entryScale(k))
+								for l := range got {
+									dhd += got[k] * e.ggn.At(k, l) * got[l]
+								}
+							}
+							check(t, "step length τ vs −(g + ∇R)ᵀd/dᵀ(H_GGN + D + λS)d", math.Abs(tau-math.Min(-gd/dhd, 1)), 1e-10)
+						}
+						// The moving averages after the step.
+						var sq [2]float64
+						for k := range e.n {
+							gk := e.grad.AtVec(k) + gradR[k]
+							if k < nW {
+								sq[0] += gk * gk / float64(nW)
+							} else {
+								sq[1] += gk * gk / float64(p.c)
+							}
+						}
+						for k, name := range []string{"W_mean_square", "bias_mean_square"} {
+							v := m.store.GetVariable("/" + scopeName + "/classifier/" + name)
+							wantV := metricDecay*st.meanSquare[k] + (1-metricDecay)*sq[k]
+							check(t, name+" after the step vs β₂v + (1 − β₂)·mean(g²)",
+								math.Abs(flat64(v.MustValue())[0]-wantV)/wantV, 1e-10)
+						}
+						if n := flat64(m.store.GetVariable("/" + scopeName + "/scaled_damping_steps").MustValue())[0]; n != st.steps+1 {
+							t.Errorf("scaled_damping_steps = %g after a step from %g", n, st.steps)
+						}
+					})
+				}
+			}
+		}
+	}
+}

@@ -2,6 +2,7 @@ package zoo
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,6 +26,15 @@ const accuracyMargin = 0.015
 
 // defaults are FGN and SGN at their library defaults.
 var defaults = []Optimizer{Candidates[0], Candidates[1]}
+
+// scaledDamping are FGN and SGN with the opt-in fgn.Settings.ScaledDamping.
+var scaledDamping = func() []Optimizer {
+	opts, err := SelectOptimizers(Candidates, "FGN scaled damping,SGN scaled damping")
+	if err != nil || len(opts) != 2 {
+		panic(fmt.Sprintf("zoo: the scaled-damping candidates: %v, %v", opts, err))
+	}
+	return opts
+}()
 
 // testBudgets are the budgets of the zoo's tests per model: the MLPs' 10 epochs and the linear
 // head's 20; 2 epochs of the CNN and the FNN and 1 of the residual CNN, whose Gauss-Newton steps
@@ -101,15 +111,15 @@ func TestDefaultsTrainZoo(t *testing.T) {
 	}
 }
 
-// TestZooDamping trains every zoo model briefly (testBudgets) with FGN().Done() and SGN().Done()
-// and checks that no run went wrong: the step could be built and run (a model fgn cannot
+// TestZooDamping trains every zoo model briefly (testBudgets) with FGN().Done() and SGN().Done(),
+// and with both's opt-in ScaledDamping, and checks that no run went wrong: the step could be built and run (a model fgn cannot
 // differentiate fails here, by name), no batch loss was not finite, the training loss ended below
 // its start with steps taken (experiments/train's Health), and the Levenberg-Marquardt λ never
 // reached its floor, fgn.LevenbergMarquardt's MinDamping (AtFloor), after any step.
 func TestZooDamping(t *testing.T) {
 	for _, m := range Models {
 		t.Run(m.Name, func(t *testing.T) {
-			for _, opt := range defaults {
+			for _, opt := range append(slices.Clone(defaults), scaledDamping...) {
 				r := testRun(t, m, opt)
 				if r.Failed != "" {
 					t.Errorf("%s: the step could not be built or run: %s", opt.Name, r.Failed)

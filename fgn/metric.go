@@ -118,29 +118,21 @@ func (dm *dampingMetric) scales() Vec {
 	return dm.scale
 }
 
-// reciprocals returns 1/x per entry of the scalars x (nil for nil).
-func reciprocals(x Vec) Vec {
-	if x == nil {
-		return nil
-	}
-	out := make(Vec, len(x))
-	for k, v := range x {
-		if v != nil {
-			out[k] = Reciprocal(v)
-		}
-	}
-	return out
-}
+// reciprocals returns 1/x per entry of x (nil for nil; nil entries stay nil).
+func reciprocals(x Vec) Vec { return mapEach(x, Reciprocal) }
 
-// sqrtEach returns √x per entry of the scalars x (nil for nil).
-func sqrtEach(x Vec) Vec {
+// sqrtEach returns √x per entry of x (nil for nil; nil entries stay nil).
+func sqrtEach(x Vec) Vec { return mapEach(x, Sqrt) }
+
+// mapEach returns f(x_k) per entry of x, nil for nil and where x_k is nil.
+func mapEach(x Vec, f func(*Node) *Node) Vec {
 	if x == nil {
 		return nil
 	}
 	out := make(Vec, len(x))
 	for k, v := range x {
 		if v != nil {
-			out[k] = Sqrt(v)
+			out[k] = f(v)
 		}
 	}
 	return out

@@ -187,6 +187,31 @@ func (m *optModel) regularisedStep(t *testing.T, opt Optimizer, p *problem, rc r
 	return d, predicted, actual, tau
 }
 
+// denseDampedStep returns the dense damped step d = −(H + diag(damping))⁻¹(g + g_R) for the
+// curvature H, the per-entry damping damping(k), the gradient g and the regulariser's g_R,
+// solved by Cholesky in float64.
+func denseDampedStep(t *testing.T, curvature *mat.SymDense, damping func(k int) float64, grad *mat.VecDense,
+	gradR []float64) []float64 {
+	t.Helper()
+	n := curvature.SymmetricDim()
+	h := mat.NewSymDense(n, nil)
+	h.CopySym(curvature)
+	rhs := mat.NewVecDense(n, nil)
+	for k := range n {
+		h.SetSym(k, k, h.At(k, k)+damping(k))
+		rhs.SetVec(k, -grad.AtVec(k)-gradR[k])
+	}
+	var chol mat.Cholesky
+	if !chol.Factorize(h) {
+		t.Fatal("the damped curvature is not positive definite")
+	}
+	var d mat.VecDense
+	if err := chol.SolveVecTo(&d, rhs); err != nil {
+		t.Fatal(err)
+	}
+	return d.RawVector().Data
+}
+
 // TestRegularizedStepMatchesDense checks one FGN and SGN step on a loss with GoMLX's
 // regularisers (regCases) against the dense damped solve d = −(H + D + λI)⁻¹(g + ∇R) of
 // explicitAffine, the independent float64 reference, with ∇R and D (the Hessian of the L2 terms;
@@ -234,24 +259,10 @@ func TestRegularizedStepMatchesDense(t *testing.T) {
 					if as.sgn {
 						curvature = e.ggn
 					}
-					h := mat.NewSymDense(e.n, nil)
-					h.CopySym(curvature)
-					rhs := mat.NewVecDense(e.n, nil)
-					for k := range e.n {
-						h.SetSym(k, k, h.At(k, k)+hess[k]+lambda)
-						rhs.SetVec(k, -e.grad.AtVec(k)-gradR[k])
-					}
-					var chol mat.Cholesky
-					if !chol.Factorize(h) {
-						t.Fatal("H + D + λI is not positive definite")
-					}
-					var want mat.VecDense
-					if err := chol.SolveVecTo(&want, rhs); err != nil {
-						t.Fatal(err)
-					}
+					want := denseDampedStep(t, curvature, func(k int) float64 { return hess[k] + lambda }, e.grad, gradR)
 					m := newOptModel(p, false, false)
 					got, _, _, _ := m.regularisedStep(t, as.opt.Done(), p, rc, as.lin)
-					check(t, "direction vs dense −(H + D + λI)⁻¹(g + ∇R)", ref.RelErr(got, want.RawVector().Data), 1e-8)
+					check(t, "direction vs dense −(H + D + λI)⁻¹(g + ∇R)", ref.RelErr(got, want), 1e-8)
 				})
 			}
 		}

@@ -21,28 +21,8 @@ import (
 // step against β₂v_k + (1 − β₂)·mean((g + ∇R)_k²). The first step (no average yet) takes S = I.
 func TestScaledDampingMatchesDense(t *testing.T) {
 	const lambda = 0.3
-	random := newProblem(51, 7, 5, 4, 0, 1)
-	saturated := newProblem(51, 7, 5, 4, 0, 1)
-	for i := 0; i < saturated.b; i += 2 {
-		for k := range saturated.h[i] {
-			saturated.h[i][k] *= 1e4
-		}
-	}
-	exact := func(c *GNConfig) *GNConfig {
-		return c.ScaledDamping(true).Damping(lambda).LearningRate(1).CGMaxIterations(60).CGTolerance(1e-14).
-			CGStopAtNoise(false).DampingPolicy(ConstantDamping{})
-	}
-	assemblies := []struct {
-		name string
-		opt  *GNConfig
-		sgn  bool
-		lin  func(*AffineHead) Linearization
-	}{
-		{"FGN (closed-form Gram), recognised head", exact(FGN().RowOperator(ClosedFormGram)), false, func(*AffineHead) Linearization { return nil }},
-		{"FGN (matrix-free)", exact(FGN().RowOperator(MatrixFree)), false, func(a *AffineHead) Linearization { return a }},
-		{"FGN (matrix-free, autodiff)", exact(FGN()), false, func(a *AffineHead) Linearization { return Linearize(a.Logits(), a.Params()) }},
-		{"SGN", exact(SGN()), true, func(a *AffineHead) Linearization { return a }},
-	}
+	random, saturated := denseStepProblems()
+	assemblies := dampedStepAssemblies(func(c *GNConfig) *GNConfig { return c.ScaledDamping(true).Damping(lambda) })
 	none := regCase{name: "no regulariser", apply: func(*Graph, *model.Variable, *model.Variable) {},
 		grad:    func(p *problem) []float64 { return make([]float64, (p.d+1)*p.c) },
 		hessian: func(p *problem) []float64 { return make([]float64, (p.d+1)*p.c) }}

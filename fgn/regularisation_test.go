@@ -187,6 +187,43 @@ func (m *optModel) regularisedStep(t *testing.T, opt Optimizer, p *problem, rc r
 	return d, predicted, actual, tau
 }
 
+// denseStepProblems returns the batches of the dense damped-step tests: a random one, and the same
+// with every other row saturated (features ×1e4: FGN's gradient start).
+func denseStepProblems() (random, saturated *problem) {
+	random = newProblem(51, 7, 5, 4, 0, 1)
+	saturated = newProblem(51, 7, 5, 4, 0, 1)
+	for i := 0; i < saturated.b; i += 2 {
+		for k := range saturated.h[i] {
+			saturated.h[i][k] *= 1e4
+		}
+	}
+	return random, saturated
+}
+
+// stepAssembly is one way of building a damped step on an affine head: an optimizer configuration
+// and the linearisation the model records (nil: the optimizer recognises the head).
+type stepAssembly struct {
+	name string
+	opt  *GNConfig
+	sgn  bool
+	lin  func(*AffineHead) Linearization
+}
+
+// dampedStepAssemblies returns FGN with the closed-form Gram on the recognised head, with
+// matrix-free products and by autodiff, and SGN, each configured by set and then made exact
+// (60 CG iterations to 1e-14, α = 1, constant damping) for a comparison with a dense solve.
+func dampedStepAssemblies(set func(*GNConfig) *GNConfig) []stepAssembly {
+	exact := func(c *GNConfig) *GNConfig {
+		return set(c).LearningRate(1).CGMaxIterations(60).CGTolerance(1e-14).CGStopAtNoise(false).DampingPolicy(ConstantDamping{})
+	}
+	return []stepAssembly{
+		{"FGN (closed-form Gram), recognised head", exact(FGN().RowOperator(ClosedFormGram)), false, func(*AffineHead) Linearization { return nil }},
+		{"FGN (matrix-free)", exact(FGN().RowOperator(MatrixFree)), false, func(a *AffineHead) Linearization { return a }},
+		{"FGN (matrix-free, autodiff)", exact(FGN()), false, func(a *AffineHead) Linearization { return Linearize(a.Logits(), a.Params()) }},
+		{"SGN", exact(SGN()), true, func(a *AffineHead) Linearization { return a }},
+	}
+}
+
 // denseDampedStep returns the dense damped step d = −(H + diag(damping))⁻¹(g + g_R) for the
 // curvature H, the per-entry damping damping(k), the gradient g and the regulariser's g_R,
 // solved by Cholesky in float64.
@@ -224,27 +261,8 @@ func denseDampedStep(t *testing.T, curvature *mat.SymDense, damping func(k int) 
 // evaluated on the host.
 func TestRegularizedStepMatchesDense(t *testing.T) {
 	const lambda = 0.3
-	random := newProblem(51, 7, 5, 4, 0, 1)
-	saturated := newProblem(51, 7, 5, 4, 0, 1)
-	for i := 0; i < saturated.b; i += 2 {
-		for k := range saturated.h[i] {
-			saturated.h[i][k] *= 1e4
-		}
-	}
-	exact := func(c *GNConfig) *GNConfig {
-		return c.Damping(lambda).LearningRate(1).CGMaxIterations(60).CGTolerance(1e-14).CGStopAtNoise(false).DampingPolicy(ConstantDamping{})
-	}
-	assemblies := []struct {
-		name string
-		opt  *GNConfig
-		sgn  bool
-		lin  func(*AffineHead) Linearization
-	}{
-		{"FGN (closed-form Gram), recognised head", exact(FGN().RowOperator(ClosedFormGram)), false, func(*AffineHead) Linearization { return nil }},
-		{"FGN (matrix-free)", exact(FGN().RowOperator(MatrixFree)), false, func(a *AffineHead) Linearization { return a }},
-		{"FGN (matrix-free, autodiff)", exact(FGN()), false, func(a *AffineHead) Linearization { return Linearize(a.Logits(), a.Params()) }},
-		{"SGN", exact(SGN()), true, func(a *AffineHead) Linearization { return a }},
-	}
+	random, saturated := denseStepProblems()
+	assemblies := dampedStepAssemblies(func(c *GNConfig) *GNConfig { return c.Damping(lambda) })
 	for _, rc := range regCases {
 		for _, pc := range []struct {
 			name string

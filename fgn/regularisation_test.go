@@ -336,17 +336,25 @@ func TestRegularizedStepMatchesDense(t *testing.T) {
 }
 
 // TestRegularizedTrainer trains a two-layer network of layers.DenseWithBias through train.Trainer
-// with the optimizer optimizer.FromScope selects (optimizer=fgn, sgn) and the regularisers GoMLX's
+// with the optimizer optimizer.FromScope selects (optimizer=fgn, sgn; each also with
+// fgn_scaled_damping, the damping metric with a regulariser's Hessian) and the regularisers GoMLX's
 // layers add from the scope's l2_regularization and l1_regularization: the total loss (cross-
 // entropy plus regularisation, the Trainer's metric) after 20 steps is below half the first step's,
 // and the weights end smaller (in norm) than those of the same run without regularisation.
 func TestRegularizedTrainer(t *testing.T) {
 	p := newProblem(52, 32, 6, 4, 0, 1)
-	for _, name := range []string{"fgn", "sgn"} {
+	for _, tc := range []struct {
+		optimizer string
+		scaled    bool
+	}{{"fgn", false}, {"sgn", false}, {"fgn", true}, {"sgn", true}} {
+		name := tc.optimizer
+		if tc.scaled {
+			name += " with " + ParamScaledDamping
+		}
 		norms := map[bool]float64{}
 		for _, regularised := range []bool{false, true} {
 			store := model.NewStore()
-			store.RootScope().SetParam(optimizer.ParamOptimizer, name)
+			store.RootScope().SetParams(map[string]any{optimizer.ParamOptimizer: tc.optimizer, ParamScaledDamping: tc.scaled})
 			if regularised {
 				store.RootScope().SetParams(map[string]any{regularizer.ParamL2: 0.05, regularizer.ParamL1: 1e-4})
 			}

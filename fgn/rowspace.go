@@ -114,18 +114,18 @@ func (c *GNConfig) Direction(lin Linearization, labels *Node, start Vec) *Direct
 // μ and ν cost no product without a regulariser: K r̃ = b J̃ g is the product of CG's first
 // iteration, which starts from p_0 = r̃ and takes it (gn.CGSystem.RHSProduct); with a warm start it
 // costs one JVP (matrix-free). With a regulariser the operator depends on λ, so they cost a VJP
-// and a JVP of their own (regularisedScale).
+// and a JVP of their own (batchGradient, regularisedScale).
 //
 // With a regulariser the damped system is (J̃ᵀJ̃/b + Λ) d = −(J̃ᵀr̃/b + g_R), Λ = λS + D = λM
 // (g_R = ∇R, D the Hessian of R's L2 terms, see regularisation; S the damping metric of
-// Settings.ScaledDamping, whose scales metric holds, S = I for metric nil). By the push-through identity
-// (Λ + J̃ᵀJ̃/b)⁻¹ = Λ⁻¹ − Λ⁻¹J̃ᵀ(bI + J̃Λ⁻¹J̃ᵀ)⁻¹J̃Λ⁻¹ it is still a b-dimensional solve,
+// Settings.ScaledDamping, whose scales metric holds, S = I for metric nil). By the push-through
+// identity (Λ + J̃ᵀJ̃/b)⁻¹ = Λ⁻¹ − Λ⁻¹J̃ᵀ(bI + J̃Λ⁻¹J̃ᵀ)⁻¹J̃Λ⁻¹ it is still a b-dimensional solve,
 //
 //	(bλI + J̃M⁻¹J̃ᵀ) u = r̃ − t,   t = J̃M⁻¹g_R/λ,      d = −M⁻¹(g_R/λ + J̃ᵀu),
 //
 // one JVP more than without (t), and the same system for D = 0 and g_R = 0; without a regulariser
-// but with the metric, M = S, which does not depend on λ (t = 0, μ and ν from K r̃ as without). CG takes the
-// factored operator J̃M⁻¹J̃ᵀ = LᵀL with L u = M^{-1/2}J̃ᵀu, or, in closed form, the Gram
+// but with the metric, M = S, which does not depend on λ (t = 0, μ and ν from K r̃ as without).
+// CG takes the factored operator J̃M⁻¹J̃ᵀ = LᵀL with L u = M^{-1/2}J̃ᵀu, or, in closed form, the Gram
 // G_M = J M⁻¹ Jᵀ with per-tensor weights (AffineHead: W and the bias damped apart). For a row
 // iterate u with residual e = r̃ − t − (bλI + J̃M⁻¹J̃ᵀ)u, (H + Λ)d + g = J̃ᵀe/b as without a
 // regulariser; the parameter stopping rule measures it in the M⁻¹-norm, ‖L e‖ = ‖M^{-1/2}J̃ᵀe‖,

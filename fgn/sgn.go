@@ -28,7 +28,10 @@ func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, damping
 	if reg != nil {
 		negGrad = subtract(negGrad, reg.grad)
 	}
-	grad := gn.VecScale(Scalar(m.S.Graph(), m.S.DType(), -1), negGrad)
+	var grad Vec // g + g_R, for the damping metric's moving averages
+	if metric != nil {
+		grad = gn.VecScale(Scalar(m.S.Graph(), m.S.DType(), -1), negGrad)
+	}
 	sqrtInvS := sqrtEach(reciprocals(metric))
 	negGrad = scaleEach(negGrad, sqrtInvS)
 	// product returns S^{-1/2}(H_GGN + D)S^{-1/2} v from m = J_z S^{-1/2} v.
@@ -70,9 +73,6 @@ func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, damping
 	dir := newDirection(scaleEach(sol.X, sqrtInvS), m, sol)
 	dir.Solution = dir.D // the warm start's state is the direction, whatever S the next step takes
 	dir.Method.Curvature = SGNCurvature
-	dir.lambda, dir.scale, dir.metric = sys.Shift, scale, metric
-	if metric != nil {
-		dir.grad = grad
-	}
+	dir.lambda, dir.scale, dir.metric, dir.grad = sys.Shift, scale, metric, grad
 	return dir
 }

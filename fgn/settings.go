@@ -30,12 +30,16 @@ type Settings struct {
 	// ratio is then measured on the GGN model. SGN, whose CG direction already minimises its model
 	// along itself, and GNConfig.Direction ignore it.
 	GGNStepLength bool `json:"ggn_step_length,omitempty" yaml:"ggn_step_length,omitempty"`
-	// ScaledDamping makes an optimizer damp each parameter tensor apart, Λ = λS (see
-	// dampingMetric): a tensor whose gradient is larger on the average over the steps is damped
-	// more, so that where the damping rules the step (the directions the curvature leaves flat)
-	// its tensors move in proportion to their gradients' scale rather than to the raw gradient.
-	// It keeps one number per tensor in the optimizer's state and costs no Jacobian product, but
-	// one VJP with FGN's closed-form Gram. GNConfig.Direction, which keeps no state, ignores it.
+	// ScaledDamping makes an optimizer damp each parameter tensor w_k apart: Λ = λS, S = diag(s_k I),
+	// s_k = (ρ_k/ρ̄)^{1/2}, ρ_k the root mean square of w_k's batch gradient over the previous
+	// steps (a bias-corrected moving average of its mean square, with Adam's β₂ = 0.999) and ρ̄
+	// its mean over all the parameters' entries; S = I on the first step. A tensor whose gradient
+	// is larger is damped more, so that where the damping rules the step (the directions the
+	// curvature leaves flat) the tensors move in proportion to their gradients' scale, as Adam's
+	// do, rather than with the raw gradient. It keeps one number per tensor in the optimizer's
+	// state and costs no Jacobian product, but one VJP with FGN's closed-form Gram. Off by
+	// default: on the model zoo it helps a deep network whose logits start saturated and costs
+	// the word models (BENCHMARKS.md). GNConfig.Direction, which keeps no state, ignores it.
 	ScaledDamping bool `json:"scaled_damping,omitempty" yaml:"scaled_damping,omitempty"`
 	// WarmStart starts CG from the previous step's solution: the previous direction for SGN, the
 	// previous row-space solution u for FGN (meaningful only for a fixed batch size).

@@ -91,7 +91,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	ggnStepLength := c.Bool("ggn-step-length", paper.GGNStepLength, "step FGN at the GGN's step length along its "+
 		"direction (fgn.Settings.GGNStepLength; the library's default, not the paper's)")
 	scaledDamping := c.Bool("scaled-damping", paper.ScaledDamping, "damp each parameter tensor of SGN/FGN by λ times "+
-		"its gradient's scale relative to the others' (fgn.Settings.ScaledDamping)")
+		"the square root of its gradient's scale relative to the others' (fgn.Settings.ScaledDamping)")
 	out := c.String("out", "results/train", "directory for the trace CSVs (<method>_seed<seed>.csv)")
 	backendFlag := c.backendFlag()
 	quiet := c.Bool("quiet", false, "no progress display or epoch telemetry")

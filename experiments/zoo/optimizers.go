@@ -42,8 +42,7 @@ func Adam(lr float64) Optimizer {
 // (fgn.FGN().Done(), fgn.SGN().Done()), FGN and SGN started from α = 1, λ = 0.1 with
 // fgn.LevenbergMarquardt() (their other settings the defaults), FGN and SGN damped in the damping
 // metric (fgn.Settings.ScaledDamping), the ablations of the defaults (ablations), and Adam at each
-// of AdamRates. A setting under study joins them as a GN
-// constructor.
+// of AdamRates. A setting under study joins them as a GN constructor.
 var Candidates = append([]Optimizer{
 	GN(FGNDefault, fgn.FGN),
 	GN(SGNDefault, fgn.SGN),

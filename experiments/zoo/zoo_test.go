@@ -112,10 +112,11 @@ func TestDefaultsTrainZoo(t *testing.T) {
 }
 
 // TestZooDamping trains every zoo model briefly (testBudgets) with FGN().Done() and SGN().Done(),
-// and with both's opt-in ScaledDamping, and checks that no run went wrong: the step could be built and run (a model fgn cannot
-// differentiate fails here, by name), no batch loss was not finite, the training loss ended below
-// its start with steps taken (experiments/train's Health), and the Levenberg-Marquardt λ never
-// reached its floor, fgn.LevenbergMarquardt's MinDamping (AtFloor), after any step.
+// and with both's opt-in ScaledDamping, and checks that no run went wrong: the step could be
+// built and run (a model fgn cannot differentiate fails here, by name), no batch loss was not
+// finite, the training loss ended below its start with steps taken (experiments/train's Health),
+// and the Levenberg-Marquardt λ never reached its floor, fgn.LevenbergMarquardt's MinDamping
+// (AtFloor), after any step.
 func TestZooDamping(t *testing.T) {
 	for _, m := range Models {
 		t.Run(m.Name, func(t *testing.T) {

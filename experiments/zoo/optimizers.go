@@ -56,9 +56,10 @@ var Candidates = append([]Optimizer{
 	GN("SGN scaled damping", func() *fgn.GNConfig { return fgn.SGN().ScaledDamping(true) }),
 }, append(ablations(), adamGrid()...)...)
 
-// ablations are the defaults with one choice undone: FGN and SGN with Levenberg-Marquardt damping
-// without its noise floor ("lm floor×0", LMDamping.NoiseFloor 0), and FGN stepping its direction
-// at full length ("τ=1", fgn.Settings.GGNStepLength off).
+// ablations are the defaults with one choice undone or moved: FGN and SGN with Levenberg-Marquardt
+// damping without its noise floor ("lm floor×0", LMDamping.NoiseFloor 0), FGN with the floor
+// raised ("lm floor×3", "lm floor×10"), and FGN stepping its direction at full length ("τ=1",
+// fgn.Settings.GGNStepLength off).
 func ablations() []Optimizer {
 	var opts []Optimizer
 	for _, method := range []struct {
@@ -69,6 +70,13 @@ func ablations() []Optimizer {
 			p := fgn.LevenbergMarquardt()
 			p.NoiseFloor = 0
 			return method.new().DampingPolicy(p)
+		}))
+	}
+	for _, k := range []float64{3, 10} {
+		opts = append(opts, GN("FGN lm floor×"+num(k), func() *fgn.GNConfig {
+			p := fgn.LevenbergMarquardt()
+			p.NoiseFloor = k
+			return fgn.FGN().DampingPolicy(p)
 		}))
 	}
 	return append(opts, GN("FGN τ=1", func() *fgn.GNConfig { return fgn.FGN().GGNStepLength(false) }))

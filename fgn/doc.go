@@ -28,12 +28,12 @@
 //     task of many classes learnt from scratch, such as the zoo's transformer on 20 languages),
 //     FGN's curvature, which keeps only the true-vs-rest part of the GGN, steps worse than SGN's,
 //     and both worse than Adam; there Levenberg-Marquardt takes FGN's λ far below SGN's, and
-//     raising the noise floor (LMDamping.NoiseFloor) brings FGN close to SGN, at a cost on
-//     networks that must train in few steps. On a deep plain network whose logits start
-//     saturated (cifar's FNN example) a Gauss-Newton model fits the loss poorly and Adam is the
-//     better choice; damping each parameter tensor by the square root of its gradient's relative
-//     scale (Settings.ScaledDamping, an opt-in that costs up to 5 points on the word models) more
-//     than halves the gap.
+//     raising the noise floor (LMDamping.NoiseFloor) brings FGN close to SGN, at a large cost on
+//     other models (the zoo's residual CNN and cifar's FNN). On a deep plain network whose logits
+//     start saturated (cifar's FNN example) a Gauss-Newton model fits the loss poorly and Adam is
+//     the better choice; damping each parameter tensor by the square root of its gradient's
+//     relative scale (Settings.ScaledDamping, an opt-in that costs up to 5 points on the word
+//     models) more than halves the gap.
 //   - A step costs a few Jacobian products more than Adam's (CG's, the step length's and the
 //     damping's trial loss), so per second of a CPU Adam often gets there first on small models.
 //     FGN pays most where the row-space solve is cheap against the model's products: many

@@ -33,8 +33,9 @@ const (
 //
 // Why. With Levenberg-Marquardt damping a step is the Gauss-Newton step along the curvature's
 // leading directions and −g/λ along the directions the curvature leaves flat, with one λ for
-// every parameter: the tensors whose gradients are largest take most of that part of the step. Adam divides each gradient entry by its own scale; S divides each tensor's by the
-// square root of its scale relative to the others', half way between the two in the exponent.
+// every parameter: the tensors whose gradients are largest take most of that part of the step.
+// Adam divides each gradient entry by its own scale; S divides each tensor's by the square root of
+// its scale relative to the others', half way between the two in the exponent.
 // Marquardt's scaling of the damping by diag(JᵀJ) is the same idea with the curvature's
 // diagonal, which a matrix-free step does not have. S is a constant of the step, so the solve
 // is FGN's and SGN's with the parameters rescaled by S^{1/2}: FGN's row operator becomes

@@ -112,7 +112,10 @@ type lowering struct {
 }
 
 // cut returns x restricted to [starts[i], limits[i]) with strides (nil: all 1) on each axis: a
-// Slice when differentiable or a stride exceeds 1, else a Pad with non-positive paddings.
+// Slice when differentiable or a stride exceeds 1, else a Pad with non-positive paddings. That
+// Pad's output holds no padding, so its fill value is never read: it is 1, not 0, because the
+// pure-Go backend (compute v0.1.14) first fills a Pad's output, a zero one element by element and
+// any other value by doubling copies, at the speed of a memory copy.
 func (l lowering) cut(x *Node, starts, limits, strides []int) *Node {
 	if l.differentiable || slices.ContainsFunc(strides, func(s int) bool { return s > 1 }) {
 		spec := make([]SliceAxisSpec, len(starts))
@@ -128,7 +131,7 @@ func (l lowering) cut(x *Node, starts, limits, strides []int) *Node {
 	for i, d := range x.Shape().Dimensions {
 		pads[i] = PadAxis{Start: -starts[i], End: -(d - limits[i])}
 	}
-	return Pad(x, ScalarZero(x.Graph(), x.DType()), pads...)
+	return Pad(x, ScalarOne(x.Graph(), x.DType()), pads...)
 }
 
 // unitStrides reports whether Slice node n has stride 1 on every axis.

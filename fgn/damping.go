@@ -81,15 +81,20 @@ func (ConstantDamping) String() string                   { return "constant" }
 // batch has rank at most b (FGN) or b(C−1) (SGN): as λ → 0 the step fits the batch ever more
 // exactly, which its own ρ rewards, while the batch gradient's noise, amplified by 1/λ along the
 // model's small eigenvalues, is noise for every other batch. Along the gradient the right damping
-// is known: with a batch gradient ĝ whose expectation g is estimated with variance v along ĝ, a
-// step −t ĝ on a quadratic of curvature μ along ĝ minimises the expected loss
-// −t gᵀĝ + ½μt²‖ĝ‖² at t = ‖g‖²/(μ(‖g‖² + v)) = 1/(μ + μν), ν = v/‖g‖²: the damping μν. The floor
-// keeps λ there, capped at μ (ν ≤ 1: the damped step along ĝ at least half the model's Newton
-// step), so that a batch whose gradient is indistinguishable from noise does not stall training;
-// the gain ratio rules above that. ν is estimated from the batch's own examples, as if they were
-// a sample of the training set: a batch that is the whole training set keeps the floor its
-// examples' spread sets, trading the rule's fast final convergence on that set for steps that
-// generalise.
+// is known: with a batch gradient ĝ of expectation g and variance v = E‖ĝ − g‖², a step −t ĝ on a
+// quadratic of curvature μ along ĝ minimises the expected loss E[−t gᵀĝ + ½μt²‖ĝ‖²] =
+// −t‖g‖² + ½μt²(‖g‖² + v) at t = ‖g‖²/(μ(‖g‖² + v)) = 1/(μ + μν), ν = v/‖g‖²: the damping μν. The
+// floor keeps λ there, capped at μ (ν ≤ 1: the damped step along ĝ at least half the model's
+// Newton step), so that a batch whose gradient is indistinguishable from noise does not stall
+// training; the gain ratio rules above that. ν is estimated from the batch's own examples, as if
+// they were a sample of the training set (a batch that is the whole training set keeps the floor
+// its examples' spread sets, trading the rule's fast final convergence on that set for steps that
+// generalise), and from their gradients along ĝ alone, which CG's first product gives
+// (gradientNoise): that sees the noise along one direction, not all of v, and the direction is
+// the examples' own mean, which each example's share pulls towards itself, so with many
+// parameters and few examples the estimate, and the floor, fall well below μν. NoiseFloor κ
+// scales the floor; raising it moves the floor towards the one the whole variance sets, which
+// helps where batches are small and the task hard (BENCHMARKS.md, "Raising the noise floor").
 type LMDamping struct {
 	LowerRho, UpperRho float64 // 0 < LowerRho ≤ UpperRho
 	Increase           float64 // > 1
@@ -296,7 +301,10 @@ func noiseTolerance(nu *Node) *Node {
 // their mean and sample variance, ā² estimates the squared norm of the batch gradient plus the
 // variance v of its mean, and v/(ā² − v) is the estimated variance over the estimated squared norm
 // of the gradient's expectation. ν is +∞ when that estimate is not positive (the batch gradient
-// is indistinguishable from noise), and 0 for b = 1, where no variance can be estimated.
+// is indistinguishable from noise), and 0 for b = 1, where no variance can be estimated. The
+// direction is the batch's own mean, so each example's component holds its own share of it: ν
+// estimates the noise along one direction that the batch chose, not the variance E‖ĝ − g‖² of
+// LMDamping's floor, and falls below the ratio that variance sets (see LMDamping).
 func gradientNoise(c *Node) *Node {
 	b := c.Shape().Dim(0)
 	g, dtype := c.Graph(), c.DType()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"slices"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -103,6 +104,12 @@ type LMDamping struct {
 	MinDamping, MaxDamping float64
 	// NoiseFloor κ ≥ 0 scales the floor κ·μ·min(ν, 1) (0: no floor but MinDamping).
 	NoiseFloor float64
+	// WholeVariance estimates the floor's ν from the batch gradient's whole variance
+	// E‖ĝ − g‖² (varianceNoise: one probe of random signs, two VJPs of the logits more per step)
+	// rather than from the examples' gradients along ĝ (gradientNoise), which see a small part of
+	// it. CG's StopAtNoise keeps the estimate along ĝ. The signs come from the model store's random
+	// number generator, which GoMLX seeds from model.ParamInitialSeed when it is set.
+	WholeVariance bool
 }
 
 var _ DampingPolicy = LMDamping{}
@@ -317,6 +324,53 @@ func gradientNoise(c *Node) *Node {
 	positive := GreaterThan(signal, ZerosLike(signal))
 	nu := Where(positive, Div(v, Where(positive, signal, OnesLike(signal))), Scalar(g, dtype, math.Inf(1)))
 	return StopGradient(Where(IsNaN(nu), Scalar(g, dtype, math.Inf(1)), nu))
+}
+
+// varianceNoise returns the ν of LMDamping's floor, v/‖g‖², with v the whole variance E‖ĝ − g‖²
+// of the batch gradient ĝ (LMDamping.WholeVariance), estimated from the batch's examples as if
+// they were a sample of the training set. With g_i = J_iᵀ(p_i − y_i) example i's gradient of the
+// cross-entropy (eq. 2.11) and ĝ their mean,
+//
+//	S1 = (1/b)‖Σ_i σ_i g_i‖²,   S2 = ‖ĝ‖²,   v̂ = (S1 − S2)/(b − 1),
+//
+// where the signs σ_i = ±1 (signs, b) are random: E_σ S1 = (1/b)Σ_i‖g_i‖², whose expectation is
+// ‖g‖² + tr Σ, and E S2 = ‖g‖² + tr Σ/b, so v̂ estimates v = tr Σ/b. ν = v̂/(‖ĝ + g_R‖² − v̂), the
+// denominator estimating the squared norm of the expected gradient of the loss with its
+// regulariser's gradient g_R (reg, nil for none); +∞ where that estimate is not positive, as
+// gradientNoise, and 0 for b = 1. Norms are the damping metric's (sqrtInvS = S^{-1/2} per tensor,
+// nil for S = I). It costs two VJPs of the logits.
+func varianceNoise(lin Linearization, labels, signs *Node, reg *regularisation, sqrtInvS Vec) *Node {
+	z := lin.Logits()
+	b := z.Shape().Dim(0)
+	g, dtype := z.Graph(), z.DType()
+	if b < 2 {
+		return ScalarZero(g, dtype)
+	}
+	residual := Sub(Softmax(z, -1), gn.NewMargin(z, labels).OneHot) // row i: p_i − y_i
+	probe := scaleEach(lin.VJP(Mul(residual, InsertAxes(ConvertDType(signs, dtype), -1))), sqrtInvS)
+	mean := lin.VJP(DivScalar(residual, float64(b)))
+	total := slices.Clone(mean)
+	if reg != nil {
+		for k, x := range reg.grad {
+			if x != nil {
+				total[k] = Add(total[k], x)
+			}
+		}
+	}
+	mean, total = scaleEach(mean, sqrtInvS), scaleEach(total, sqrtInvS)
+	s1 := DivScalar(ConvertDType(gn.VecDot(probe, probe), dtype), float64(b))
+	s2 := ConvertDType(gn.VecDot(mean, mean), dtype)
+	v := Max(DivScalar(Sub(s1, s2), float64(b-1)), ZerosLike(s1))
+	signal := Sub(ConvertDType(gn.VecDot(total, total), dtype), v)
+	positive := GreaterThan(signal, ZerosLike(signal))
+	nu := Where(positive, Div(v, Where(positive, signal, OnesLike(signal))), Scalar(g, dtype, math.Inf(1)))
+	return StopGradient(Where(IsNaN(nu), Scalar(g, dtype, math.Inf(1)), nu))
+}
+
+// randomSigns returns b random signs ±1 of dtype drawn with scope's random number generator.
+func randomSigns(scope *model.Scope, g *Graph, dtype dtypes.DType, b int) *Node {
+	u := scope.RandomUniform(g, shapes.Make(dtype, b))
+	return Where(LessThan(u, Scalar(g, dtype, 0.5)), Scalar(g, dtype, -1), Scalar(g, dtype, 1))
 }
 
 // stepDamping returns the damping telemetry of the step from w = lin.Params() to updated = w + αd

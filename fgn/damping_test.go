@@ -398,3 +398,137 @@ func denseNoise(dn denseOut, b int) float64 {
 	}
 	return v / (mean*mean - v)
 }
+
+// TestVarianceNoiseMatchesDense checks varianceNoise against a float64 dense reference built from
+// the examples' gradients g_i = p_†,i J_i of the dense margin Jacobian (eq. 2.11; their mean is
+// the batch gradient ĝ): with the probe's signs σ_i, S1 = ‖Σ_i σ_i g_i‖²/b, S2 = ‖ĝ‖²,
+// v = max((S1 − S2)/(b − 1), 0) and ν = v/(‖ĝ + g_R‖² − v), the norms weighted by the damping
+// metric's S^{-1/2} per tensor; on the affine head and the MLP, with and without a regulariser's
+// gradient g_R and a metric, and 0 for a batch of one.
+func TestVarianceNoiseMatchesDense(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		b                int
+		mlp, reg, metric bool
+	}{
+		{"affine", 9, false, false, false},
+		{"affine, regulariser and metric", 9, false, true, true},
+		{"mlp", 9, true, false, false},
+		{"mlp, regulariser", 9, true, true, false},
+		{"mlp, metric", 9, true, false, true},
+		{"affine, batch of one", 1, false, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const l2 = 0.03 // g_R = l2·W on the first weight matrix
+			p := newProblem(43, tc.b, 5, 4, 3, 1)
+			signs := []float64{1, -1, -1, 1, 1, 1, -1, 1, -1}[:tc.b]
+			scales := []float64{2, 0.5, 1.5, 0.25} // S^{-1/2} of each tensor
+			lin, inputs, first := affineLin, p.affineInputs(dtypes.Float64), p.w
+			if tc.mlp {
+				lin, inputs, first = mlpLin, p.mlpInputs(dtypes.Float64), p.w1
+			}
+			got := run(t, func(in []*Node) []*Node {
+				l := lin(in)
+				params := l.Params()
+				var reg *regularisation
+				if tc.reg {
+					reg = &regularisation{grad: make(Vec, len(params))}
+					reg.grad[0] = MulScalar(params[0], l2)
+				}
+				var sqrtInvS Vec
+				if tc.metric {
+					for k := range params {
+						sqrtInvS = append(sqrtInvS, Scalar(in[0].Graph(), dtypes.Float64, scales[k]))
+					}
+				}
+				return []*Node{varianceNoise(l, in[1], in[len(in)-1], reg, sqrtInvS)}
+			}, append(inputs, signs)...)[0][0]
+			if tc.b == 1 {
+				if got != 0 {
+					t.Errorf("ν = %g for a batch of one, want 0", got)
+				}
+				return
+			}
+			dn := runDense(t, p, tc.mlp)
+			// weight[k] is parameter k's metric weight, regGrad[k] its g_R, in the flattened order.
+			weight := make([]float64, dn.d)
+			regGrad := make([]float64, dn.d)
+			sizes := []int{p.d * p.c, p.c}
+			if tc.mlp {
+				sizes = []int{p.d * p.hidden, p.hidden, p.hidden * p.c, p.c}
+			}
+			k := 0
+			for tensor, size := range sizes {
+				for range size {
+					weight[k] = 1
+					if tc.metric {
+						weight[k] = scales[tensor]
+					}
+					k++
+				}
+			}
+			if tc.reg {
+				for i, row := range first {
+					for j, x := range row {
+						regGrad[i*len(row)+j] = l2 * x
+					}
+				}
+			}
+			mean := make([]float64, dn.d)
+			probe := make([]float64, dn.d)
+			for i := range p.b {
+				for k := range dn.d {
+					gik := dn.pDagger[i] * dn.js[i*dn.d+k]
+					mean[k] += gik / float64(p.b)
+					probe[k] += signs[i] * gik
+				}
+			}
+			check(t, "mean of the examples' gradients vs the dense batch gradient", ref.RelErr(mean, dn.grad), 1e-12)
+			var s1, s2, total float64
+			for k := range dn.d {
+				w2 := weight[k] * weight[k]
+				s1 += w2 * probe[k] * probe[k] / float64(p.b)
+				s2 += w2 * mean[k] * mean[k]
+				total += w2 * (mean[k] + regGrad[k]) * (mean[k] + regGrad[k])
+			}
+			v := math.Max((s1-s2)/float64(p.b-1), 0)
+			want := math.Inf(1)
+			if total-v > 0 {
+				want = v / (total - v)
+			}
+			if math.IsInf(want, 1) {
+				t.Fatalf("the dense ν is +∞: the test needs a batch whose gradient stands above its noise")
+			}
+			check(t, "ν of the whole variance vs dense", math.Abs(got-want)/want, 1e-12)
+		})
+	}
+}
+
+// TestLMWholeVariance checks that LMDamping.WholeVariance solves with the floor's ν estimated
+// from the whole variance: from a small λ, a step's damping is the floor κμ·min(ν, 1) with the μ
+// and ν it reports, and that ν is not the estimate along the gradient (denseNoise), on every
+// assembly.
+func TestLMWholeVariance(t *testing.T) {
+	const lambda = 1e-3
+	p := newProblem(41, 9, 5, 4, 3, 1)
+	for _, tc := range lmCases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newOptModel(p, tc.mlp, false)
+			policy := LevenbergMarquardt()
+			policy.WholeVariance = true
+			s := m.lmSteps(t, tc.opt().Damping(lambda).DampingPolicy(policy).Done(), p, 1)[0]
+			if !(s.nu >= 0) {
+				t.Fatalf("ν = %g, want ≥ 0 or +∞", s.nu)
+			}
+			floor := policy.NoiseFloor * s.mu * math.Min(s.nu, 1)
+			if !(floor > lambda) {
+				t.Fatalf("floor κμ·min(ν, 1) = %g ≤ λ = %g: the test cannot see which ν the step used", floor, lambda)
+			}
+			check(t, "damping solved with vs κμ·min(ν, 1)", math.Abs(s.lambda-floor)/floor, 1e-12)
+			along := denseNoise(runDense(t, p, tc.mlp), p.b)
+			if math.Abs(s.nu-along) <= 0.01*along {
+				t.Errorf("ν = %g is the estimate along the gradient (%g), want the whole variance's", s.nu, along)
+			}
+		})
+	}
+}

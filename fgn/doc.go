@@ -28,8 +28,9 @@
 //     task of many classes learnt from scratch, such as the zoo's transformer on 20 languages),
 //     FGN's curvature, which keeps only the true-vs-rest part of the GGN, steps worse than SGN's,
 //     and both worse than Adam; there Levenberg-Marquardt takes FGN's λ far below SGN's, and
-//     raising the noise floor (LMDamping.NoiseFloor) brings FGN close to SGN, at a large cost on
-//     other models (the zoo's residual CNN and cifar's FNN). On a deep plain network whose logits
+//     estimating the noise floor's ν from the batch gradient's whole variance
+//     (LMDamping.WholeVariance, an FGN opt-in) brings FGN to SGN's level, at a large cost on other
+//     models (the zoo's residual CNN and cifar's FNN). On a deep plain network whose logits
 //     start saturated (cifar's FNN example) a Gauss-Newton model fits the loss poorly and Adam is
 //     the better choice; damping each parameter tensor by the square root of its gradient's
 //     relative scale (Settings.ScaledDamping, an opt-in that costs up to 5 points on the word

@@ -302,13 +302,23 @@ func (o *gnOptimizer) step(scope *model.Scope, lin Linearization, labels *Node, 
 		lambda = o.dampingState(scope, dtype)
 		lambdaState = lambda.NodeValue(g)
 	}
-	var damping dampingFn
-	if lambdaState != nil {
-		damping = func(s batchScale) *Node { return o.c.damping.Damping(lambdaState, s.curvature, s.noise) }
-	}
 	var metric *dampingMetric
 	if o.c.s.ScaledDamping {
 		metric = o.newDampingMetric(scope, g, vars, params)
+	}
+	var damping dampingFn
+	var wholeVariance *Node // LMDamping.WholeVariance's ν, nil when the policy estimates it along g
+	if lambdaState != nil {
+		if lm, ok := o.c.damping.(LMDamping); ok && lm.WholeVariance {
+			signs := randomSigns(scope, g, dtype, lin.Logits().Shape().Dim(0))
+			wholeVariance = varianceNoise(lin, labels, signs, reg, reciprocals(sqrtEach(metric.scales())))
+		}
+		damping = func(s batchScale) *Node {
+			if wholeVariance != nil {
+				s.noise = wholeVariance
+			}
+			return o.c.damping.Damping(lambdaState, s.curvature, s.noise)
+		}
 	}
 	var dir *Direction
 	if o.c.fgn {
@@ -334,6 +344,9 @@ func (o *gnOptimizer) step(scope *model.Scope, lin Linearization, labels *Node, 
 	updated := make(Vec, len(params))
 	for k, p := range params {
 		updated[k] = Add(p, Mul(ConvertDType(taken, p.DType()), dir.D[k]))
+	}
+	if wholeVariance != nil {
+		dir.scale.noise = wholeVariance // the ν the damping was chosen with, for StepDamping
 	}
 	dir.Damping = o.stepDamping(lin, labels, dir, zd, stepSize, updated, lambdaState, reg)
 	// A step not taken (not finite, or rejected by an adaptive damping policy) changes nothing

@@ -58,8 +58,9 @@ var Candidates = append([]Optimizer{
 
 // ablations are the defaults with one choice undone or moved: FGN and SGN with Levenberg-Marquardt
 // damping without its noise floor ("lm floor×0", LMDamping.NoiseFloor 0), FGN with the floor
-// raised ("lm floor×3", "lm floor×10"), and FGN stepping its direction at full length ("τ=1",
-// fgn.Settings.GGNStepLength off).
+// raised ("lm floor×3", "lm floor×10"), FGN and SGN with the floor's ν estimated from the batch
+// gradient's whole variance ("lm whole variance", LMDamping.WholeVariance), and FGN stepping its
+// direction at full length ("τ=1", fgn.Settings.GGNStepLength off).
 func ablations() []Optimizer {
 	var opts []Optimizer
 	for _, method := range []struct {
@@ -77,6 +78,16 @@ func ablations() []Optimizer {
 			p := fgn.LevenbergMarquardt()
 			p.NoiseFloor = k
 			return fgn.FGN().DampingPolicy(p)
+		}))
+	}
+	for _, method := range []struct {
+		name string
+		new  func() *fgn.GNConfig
+	}{{"FGN", fgn.FGN}, {"SGN", fgn.SGN}} {
+		opts = append(opts, GN(method.name+" lm whole variance", func() *fgn.GNConfig {
+			p := fgn.LevenbergMarquardt()
+			p.WholeVariance = true
+			return method.new().DampingPolicy(p)
 		}))
 	}
 	return append(opts, GN("FGN τ=1", func() *fgn.GNConfig { return fgn.FGN().GGNStepLength(false) }))

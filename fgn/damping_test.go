@@ -9,6 +9,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ui/commandline"
 
 	"github.com/fgn-paper/fgn/internal/ref"
 
@@ -528,6 +529,39 @@ func TestLMWholeVariance(t *testing.T) {
 			along := denseNoise(runDense(t, p, tc.mlp), p.b)
 			if math.Abs(s.nu-along) <= 0.01*along {
 				t.Errorf("ν = %g is the estimate along the gradient (%g), want the whole variance's", s.nu, along)
+			}
+		})
+	}
+}
+
+// TestLMParamsFromScope checks that FromScope reads the Levenberg-Marquardt policy's floor
+// (ParamNoiseFloor, ParamWholeVariance) for the "lm" policy, by name as GoMLX's -set gives them
+// after DeclareParams, and leaves a constant λ without them.
+func TestLMParamsFromScope(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  string // GoMLX's command-line settings
+		want DampingPolicy
+	}{
+		{"defaults", "", LevenbergMarquardt()},
+		{"floor and whole variance", "fgn_noise_floor=3;fgn_whole_variance=true",
+			func() DampingPolicy { p := LevenbergMarquardt(); p.NoiseFloor, p.WholeVariance = 3, true; return p }()},
+		{"named lm policy", "fgn_damping_policy=lm;fgn_whole_variance=true",
+			func() DampingPolicy { p := LevenbergMarquardt(); p.WholeVariance = true; return p }()},
+		{"constant λ", "fgn_damping_policy=constant;fgn_noise_floor=3;fgn_whole_variance=true", ConstantDamping{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := model.NewStore()
+			DeclareParams(store)
+			if tc.set != "" {
+				if _, err := commandline.ParseSettings(store, tc.set); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, c := range []*GNConfig{FGN(), SGN()} {
+				if got := c.FromScope(store.RootScope().In("model")).damping; got != tc.want {
+					t.Errorf("%s: policy %+v, want %+v", c.name(), got, tc.want)
+				}
 			}
 		})
 	}

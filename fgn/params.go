@@ -33,6 +33,8 @@ const (
 	ParamScaledDamping   = "fgn_scaled_damping"    // bool: Settings.ScaledDamping
 	ParamWarmStart       = "fgn_warm_start"        // bool: Settings.WarmStart
 	ParamSaturationFloor = "fgn_saturation_floor"  // float64: Settings.SaturationFloor
+	ParamNoiseFloor      = "fgn_noise_floor"       // float64: LMDamping.NoiseFloor (κ) of the "lm" policy
+	ParamWholeVariance   = "fgn_whole_variance"    // bool: LMDamping.WholeVariance of the "lm" policy
 )
 
 // init registers "fgn" and "sgn" in GoMLX's optimizer.KnownOptimizers, so that
@@ -53,6 +55,7 @@ func init() {
 func DeclareParams(store *model.Store) {
 	c := FGN()
 	s := c.Settings()
+	lm := LevenbergMarquardt()
 	root := store.RootScope()
 	for name, value := range map[string]any{
 		ParamLearningRate:    s.LearningRate,
@@ -67,6 +70,8 @@ func DeclareParams(store *model.Store) {
 		ParamScaledDamping:   s.ScaledDamping,
 		ParamWarmStart:       s.WarmStart,
 		ParamSaturationFloor: s.SaturationFloor,
+		ParamNoiseFloor:      lm.NoiseFloor,
+		ParamWholeVariance:   lm.WholeVariance,
 	} {
 		if _, found := store.GetParam(name); !found {
 			root.SetParam(name, value)
@@ -75,7 +80,8 @@ func DeclareParams(store *model.Store) {
 }
 
 // FromScope sets the hyper-parameters that the scope (or its parents) sets: the Param* parameters
-// above. GoMLX's optimizer.ParamLearningRate is not read (see ParamLearningRate). It panics on a
+// above, ParamNoiseFloor and ParamWholeVariance when the damping policy is Levenberg-Marquardt's
+// (a constant λ has no floor). GoMLX's optimizer.ParamLearningRate is not read (see ParamLearningRate). It panics on a
 // value of the wrong type or an unknown name, as GoMLX's AdamConfig.FromScope does; Done validates
 // the values.
 func (c *GNConfig) FromScope(scope *model.Scope) *GNConfig {
@@ -104,6 +110,11 @@ func (c *GNConfig) FromScope(scope *model.Scope) *GNConfig {
 			exceptions.Panicf("fgn: unknown damping policy %s=%q (want %q or %q)", ParamDampingPolicy, name,
 				ConstantDamping{}, LevenbergMarquardt())
 		}
+	}
+	if lm, ok := c.damping.(LMDamping); ok {
+		lm.NoiseFloor = model.GetParamOr(scope, ParamNoiseFloor, lm.NoiseFloor)
+		lm.WholeVariance = model.GetParamOr(scope, ParamWholeVariance, lm.WholeVariance)
+		c.damping = lm
 	}
 	return c
 }

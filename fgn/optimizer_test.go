@@ -296,8 +296,9 @@ func TestOptimizerConfigErrors(t *testing.T) {
 // TestNonFiniteStepChangesNothing checks that a batch with a NaN or Inf feature leaves every
 // parameter and every optimizer state variable bit-identical, reports Direction.Finite false and
 // is counted by SkippedSteps,
-// for FGN (closed-form Gram, matrix-free) and SGN, and both with ScaledDamping (whose moving
-// averages a bad batch must not change either), in float32 and float64.
+// for FGN (closed-form Gram, matrix-free) and SGN, both with ScaledDamping (whose moving
+// averages a bad batch must not change either) and both with LMDamping.WholeVariance, in float32
+// and float64.
 func TestNonFiniteStepChangesNothing(t *testing.T) {
 	p := newProblem(23, 6, 4, 3, 3, 1)
 	for _, dtype := range []dtypes.DType{dtypes.Float32, dtypes.Float64} {
@@ -311,6 +312,8 @@ func TestNonFiniteStepChangesNothing(t *testing.T) {
 			{"SGN", SGN().WarmStart(true), math.NaN()},
 			{"FGN scaled damping", FGN().WarmStart(true).ScaledDamping(true), math.NaN()},
 			{"SGN scaled damping", SGN().WarmStart(true).ScaledDamping(true), math.Inf(1)},
+			{"FGN whole variance", FGN().WarmStart(true).DampingPolicy(wholeVariance()), math.NaN()},
+			{"SGN whole variance", SGN().WarmStart(true).DampingPolicy(wholeVariance()), math.Inf(1)},
 		} {
 			t.Run(tc.name+"/"+dtype.String(), func(t *testing.T) {
 				m := newOptModelOf(p, false, false, dtype)
@@ -324,11 +327,13 @@ func TestNonFiniteStepChangesNothing(t *testing.T) {
 				if out := exec.MustCall(good, p.labels); !tensors.ToScalar[bool](out[0]) {
 					t.Fatalf("a finite batch reported a non-finite step")
 				}
-				snapshot := func() []float64 { // every variable but the step counters and the last step's ρ
+				// every variable but the step counters, the last step's ρ and the store's random number
+				// generator, which WholeVariance's signs advance on every step, as dropout does
+				snapshot := func() []float64 {
 					var all []float64
 					for v := range m.store.IterVariables() {
 						if v.Path() != "/"+optimizer.GlobalStepVariableName && !slices.Contains([]string{"skipped_steps",
-							"rejected_steps", "gain_ratio"}, v.Name()) {
+							"rejected_steps", "gain_ratio", model.RNGStateVariableName}, v.Name()) {
 							all = append(all, flat64(v.MustValue())...)
 						}
 					}
@@ -355,4 +360,11 @@ func TestNonFiniteStepChangesNothing(t *testing.T) {
 			})
 		}
 	}
+}
+
+// wholeVariance is Levenberg-Marquardt damping with the floor's ν from the whole variance.
+func wholeVariance() LMDamping {
+	p := LevenbergMarquardt()
+	p.WholeVariance = true
+	return p
 }

@@ -41,8 +41,9 @@ func Adam(lr float64) Optimizer {
 // Candidates are the optimizers the sweep knows by name: FGN and SGN at their defaults
 // (fgn.FGN().Done(), fgn.SGN().Done()), FGN and SGN started from α = 1, λ = 0.1 with
 // fgn.LevenbergMarquardt() (their other settings the defaults), FGN and SGN damped in the damping
-// metric (fgn.Settings.ScaledDamping), the ablations of the defaults (ablations), and Adam at each
-// of AdamRates. A setting under study joins them as a GN constructor.
+// metric (fgn.Settings.ScaledDamping), FGN with both that metric and the noise floor's ν from the
+// whole variance (fgn.LMDamping.WholeVariance), the ablations of the defaults (ablations), and
+// Adam at each of AdamRates. A setting under study joins them as a GN constructor.
 var Candidates = append([]Optimizer{
 	GN(FGNDefault, fgn.FGN),
 	GN(SGNDefault, fgn.SGN),
@@ -54,6 +55,11 @@ var Candidates = append([]Optimizer{
 	}),
 	GN("FGN scaled damping", func() *fgn.GNConfig { return fgn.FGN().ScaledDamping(true) }),
 	GN("SGN scaled damping", func() *fgn.GNConfig { return fgn.SGN().ScaledDamping(true) }),
+	GN("FGN scaled whole variance", func() *fgn.GNConfig {
+		p := fgn.LevenbergMarquardt()
+		p.WholeVariance = true
+		return fgn.FGN().ScaledDamping(true).DampingPolicy(p)
+	}),
 }, append(ablations(), adamGrid()...)...)
 
 // ablations are the defaults with one choice undone or moved: FGN and SGN with Levenberg-Marquardt

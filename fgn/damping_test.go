@@ -515,8 +515,7 @@ func TestLMWholeVariance(t *testing.T) {
 	for _, tc := range lmCases {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newOptModel(p, tc.mlp, false)
-			policy := LevenbergMarquardt()
-			policy.WholeVariance = true
+			policy := wholeVariance()
 			s := m.lmSteps(t, tc.opt().Damping(lambda).DampingPolicy(policy).Done(), p, 1)[0]
 			if !(s.nu >= 0) {
 				t.Fatalf("ν = %g, want ≥ 0 or +∞", s.nu)
@@ -545,9 +544,8 @@ func TestLMParamsFromScope(t *testing.T) {
 	}{
 		{"defaults", "", LevenbergMarquardt()},
 		{"floor and whole variance", "fgn_noise_floor=3;fgn_whole_variance=true",
-			func() DampingPolicy { p := LevenbergMarquardt(); p.NoiseFloor, p.WholeVariance = 3, true; return p }()},
-		{"named lm policy", "fgn_damping_policy=lm;fgn_whole_variance=true",
-			func() DampingPolicy { p := LevenbergMarquardt(); p.WholeVariance = true; return p }()},
+			func() DampingPolicy { p := wholeVariance(); p.NoiseFloor = 3; return p }()},
+		{"named lm policy", "fgn_damping_policy=lm;fgn_whole_variance=true", wholeVariance()},
 		{"constant λ", "fgn_damping_policy=constant;fgn_noise_floor=3;fgn_whole_variance=true", ConstantDamping{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

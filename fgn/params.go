@@ -80,10 +80,10 @@ func DeclareParams(store *model.Store) {
 }
 
 // FromScope sets the hyper-parameters that the scope (or its parents) sets: the Param* parameters
-// above, ParamNoiseFloor and ParamWholeVariance when the damping policy is Levenberg-Marquardt's
-// (a constant λ has no floor). GoMLX's optimizer.ParamLearningRate is not read (see ParamLearningRate). It panics on a
-// value of the wrong type or an unknown name, as GoMLX's AdamConfig.FromScope does; Done validates
-// the values.
+// above, ParamNoiseFloor and ParamWholeVariance only when the damping policy is
+// Levenberg-Marquardt's (a constant λ has no floor). GoMLX's optimizer.ParamLearningRate is not
+// read (see ParamLearningRate). It panics on a value of the wrong type or an unknown name, as
+// GoMLX's AdamConfig.FromScope does; Done validates the values.
 func (c *GNConfig) FromScope(scope *model.Scope) *GNConfig {
 	c.s.LearningRate = model.GetParamOr(scope, ParamLearningRate, c.s.LearningRate)
 	if lr, found := scope.GetParam(optimizer.ParamLearningRate); found {

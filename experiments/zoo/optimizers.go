@@ -77,6 +77,10 @@ func ablations() []Optimizer {
 			p := fgn.LevenbergMarquardt()
 			p.NoiseFloor = 0
 			return method.new().DampingPolicy(p)
+		}), GN(method.name+" lm whole variance", func() *fgn.GNConfig {
+			p := fgn.LevenbergMarquardt()
+			p.WholeVariance = true
+			return method.new().DampingPolicy(p)
 		}))
 	}
 	for _, k := range []float64{3, 10} {
@@ -84,16 +88,6 @@ func ablations() []Optimizer {
 			p := fgn.LevenbergMarquardt()
 			p.NoiseFloor = k
 			return fgn.FGN().DampingPolicy(p)
-		}))
-	}
-	for _, method := range []struct {
-		name string
-		new  func() *fgn.GNConfig
-	}{{"FGN", fgn.FGN}, {"SGN", fgn.SGN}} {
-		opts = append(opts, GN(method.name+" lm whole variance", func() *fgn.GNConfig {
-			p := fgn.LevenbergMarquardt()
-			p.WholeVariance = true
-			return method.new().DampingPolicy(p)
 		}))
 	}
 	return append(opts, GN("FGN τ=1", func() *fgn.GNConfig { return fgn.FGN().GGNStepLength(false) }))

@@ -101,8 +101,8 @@ func batchLoss(t *testing.T, p *problem, mlp bool, w []float64) float64 {
 }
 
 // TestLMDecreasesMatchDense checks an LM step's telemetry against float64 dense references: the
-// curvature scale μ = gᵀH g/‖g‖², the gradient noise ν from the examples' gradients along g, the
-// damping max(λ, κμ·min(ν, 1)) the step was solved with, FGN's step length τ = −gᵀd/dᵀ(H_GGN + λI)d
+// curvature scale μ = gᵀH g/‖g‖², the gradient noise ν from the examples' gradients along g (the
+// policy's WholeVariance off), the damping max(λ, κμ·min(ν, 1)^p) the step was solved with, FGN's step length τ = −gᵀd/dᵀ(H_GGN + λI)d
 // (1 with FGN's own step length and for SGN), the predicted decrease −(ατ gᵀd + ½(ατ)² dᵀH d) with
 // g and H = H_FGN (FGN at its own step length) or H_GGN from the dense forms (newDense), the
 // actual decrease L(w) − L(w + ατd) evaluated at the stepped parameters, and ρ their ratio.
@@ -112,7 +112,8 @@ func TestLMDecreasesMatchDense(t *testing.T) {
 	for _, tc := range lmCases {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newOptModel(p, tc.mlp, false)
-			opt := tc.opt().LearningRate(alpha).Damping(lambda).DampingPolicy(LevenbergMarquardt()).Done()
+			policy := alongGradient()
+			opt := tc.opt().LearningRate(alpha).Damping(lambda).DampingPolicy(policy).Done()
 			c := opt.(*gnOptimizer).c
 			s := m.lmSteps(t, opt, p, 1)[0]
 			dn := runDense(t, p, tc.mlp)
@@ -142,8 +143,8 @@ func TestLMDecreasesMatchDense(t *testing.T) {
 			check(t, "curvature scale μ vs dense gᵀHg/‖g‖²", math.Abs(s.mu-ghg/gg)/(ghg/gg), 1e-10)
 			nu := denseNoise(dn, p.b)
 			check(t, "gradient noise ν vs dense", math.Abs(s.nu-nu)/nu, 1e-10)
-			wantLambda := math.Max(lambda, LevenbergMarquardt().NoiseFloor*ghg/gg*math.Min(nu, 1))
-			check(t, "damping solved with vs max(λ, κμ)", math.Abs(s.lambda-wantLambda)/wantLambda, 1e-10)
+			wantLambda := math.Max(lambda, floorOf(policy, ghg/gg, nu))
+			check(t, "damping solved with vs max(λ, κμ·min(ν, 1)^p)", math.Abs(s.lambda-wantLambda)/wantLambda, 1e-10)
 			tau := 1.0
 			if c.fgn && c.s.GGNStepLength {
 				tau = math.Min(-gd/(dgd+s.lambda*dd), 1)
@@ -216,13 +217,13 @@ func TestLMAdapts(t *testing.T) {
 				}
 				if k+1 < steps {
 					next := trace[k+1]
-					floor := policy.NoiseFloor * next.mu * math.Min(next.nu, 1)
+					floor := floorOf(policy, next.mu, next.nu)
 					if floor > s.next {
 						floored++
 					}
 					if want := math.Max(s.next, floor); math.Abs(next.lambda-want) > 1e-15*want {
-						t.Errorf("step %d solved with λ %g, want max(%g set by the previous step, κμ·min(ν, 1) = %g·%g·%g)",
-							k+1, next.lambda, s.next, policy.NoiseFloor, next.mu, math.Min(next.nu, 1))
+						t.Errorf("step %d solved with λ %g, want max(%g set by the previous step, κμ·min(ν, 1)^p = %g·%g·%g^%g)",
+							k+1, next.lambda, s.next, policy.NoiseFloor, next.mu, math.Min(next.nu, 1), policy.FloorExponent)
 					}
 				}
 				if s.accepted != (s.actual >= 0) {
@@ -342,7 +343,7 @@ func TestDampingErrors(t *testing.T) {
 
 // TestLMTelemetryState checks the telemetry an adaptive policy keeps in state variables for
 // callers without the step's Direction (train.Trainer): after each LM step of TestLMAdapts's
-// problem, "gain_ratio" holds that step's ρ (bit for bit, NaN included) and "rejected_steps" the
+// problem (λI damping and the floor's noise along ĝ, whose steps overshoot there), "gain_ratio" holds that step's ρ (bit for bit, NaN included) and "rejected_steps" the
 // number of steps rejected so far.
 func TestLMTelemetryState(t *testing.T) {
 	const steps = 12
@@ -350,7 +351,7 @@ func TestLMTelemetryState(t *testing.T) {
 	for _, tc := range lmCases {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newOptModel(p, tc.mlp, false)
-			c := tc.opt().LearningRate(3).Damping(1e-2).CGMaxIterations(20)
+			c := tc.opt().LearningRate(3).Damping(1e-2).CGMaxIterations(20).ScaledDamping(false).DampingPolicy(alongGradient())
 			opt := c.Done()
 			scope := "/" + c.scopeName + "/"
 			rejected := int64(0)
@@ -400,13 +401,14 @@ func denseNoise(dn denseOut, b int) float64 {
 	return v / (mean*mean - v)
 }
 
-// TestVarianceNoiseMatchesDense checks varianceNoise against a float64 dense reference built from
-// the examples' gradients g_i = p_†,i J_i of the dense margin Jacobian (eq. 2.11; their mean is
-// the batch gradient ĝ): with the probe's signs σ_i, S1 = ‖Σ_i σ_i g_i‖²/b, S2 = ‖ĝ‖²,
-// v = max((S1 − S2)/(b − 1), 0) and ν = v/(‖ĝ + g_R‖² − v), the norms weighted by the damping
-// metric's S^{-1/2} per tensor; on the affine head and the MLP, with and without a regulariser's
-// gradient g_R and a metric, and 0 for a batch of one.
-func TestVarianceNoiseMatchesDense(t *testing.T) {
+// TestVarianceEstimatesMatchDense checks varianceEstimates and noiseRatio against a float64 dense
+// reference built from the examples' gradients g_i = p_†,i J_i of the dense margin Jacobian
+// (eq. 2.11; their mean is the batch gradient ĝ): with the probe's signs σ_i,
+// S1 = ‖Σ_i σ_i g_i‖²/b, S2 = ‖ĝ‖², v̂ = (S1 − S2)/(b − 1), signal = ‖ĝ + g_R‖² − v̂ and
+// ν = max(v̂, 0)/signal, the norms weighted by the damping metric's S^{-1/2} per tensor; on the
+// affine head and the MLP, with and without a regulariser's gradient g_R and a metric, and v̂ = 0,
+// ν = 0 for a batch of one.
+func TestVarianceEstimatesMatchDense(t *testing.T) {
 	for _, tc := range []struct {
 		name             string
 		b                int
@@ -442,14 +444,10 @@ func TestVarianceNoiseMatchesDense(t *testing.T) {
 						sqrtInvS = append(sqrtInvS, Scalar(in[0].Graph(), dtypes.Float64, scales[k]))
 					}
 				}
-				return []*Node{varianceNoise(l, in[1], in[len(in)-1], reg, sqrtInvS)}
-			}, append(inputs, signs)...)[0][0]
-			if tc.b == 1 {
-				if got != 0 {
-					t.Errorf("ν = %g for a batch of one, want 0", got)
-				}
-				return
-			}
+				v, signal := varianceEstimates(l, in[1], in[len(in)-1], reg, sqrtInvS)
+				return []*Node{v, signal, noiseRatio(v, signal)}
+			}, append(inputs, signs)...)
+			gotV, gotSignal, gotNu := got[0][0], got[1][0], got[2][0]
 			dn := runDense(t, p, tc.mlp)
 			// weight[k] is parameter k's metric weight, regGrad[k] its g_R, in the flattened order.
 			weight := make([]float64, dn.d)
@@ -492,35 +490,45 @@ func TestVarianceNoiseMatchesDense(t *testing.T) {
 				s2 += w2 * mean[k] * mean[k]
 				total += w2 * (mean[k] + regGrad[k]) * (mean[k] + regGrad[k])
 			}
-			v := math.Max((s1-s2)/float64(p.b-1), 0)
-			want := math.Inf(1)
-			if total-v > 0 {
-				want = v / (total - v)
+			v := 0.0
+			if p.b > 1 {
+				v = (s1 - s2) / float64(p.b-1)
 			}
-			if math.IsInf(want, 1) {
-				t.Fatalf("the dense ν is +∞: the test needs a batch whose gradient stands above its noise")
+			if !(total-v > 0) {
+				t.Fatalf("the dense signal is %g: the test needs a batch whose gradient stands above its noise", total-v)
 			}
-			check(t, "ν of the whole variance vs dense", math.Abs(got-want)/want, 1e-12)
+			check(t, "signal ‖ĝ + g_R‖² − v̂ vs dense", math.Abs(gotSignal-(total-v))/(total-v), 1e-12)
+			if p.b == 1 {
+				if gotV != 0 || gotNu != 0 {
+					t.Errorf("v̂ = %g, ν = %g for a batch of one, want 0", gotV, gotNu)
+				}
+				return
+			}
+			check(t, "variance v̂ = (S1 − S2)/(b − 1) vs dense", math.Abs(gotV-v)/math.Abs(v), 1e-12)
+			want := math.Max(v, 0) / (total - v)
+			check(t, "ν of the whole variance vs dense", math.Abs(gotNu-want)/want, 1e-12)
 		})
 	}
 }
 
 // TestLMWholeVariance checks that LMDamping.WholeVariance solves with the floor's ν estimated
-// from the whole variance: from a small λ, a step's damping is the floor κμ·min(ν, 1) with the μ
-// and ν it reports, and that ν is not the estimate along the gradient (denseNoise), on every
-// assembly.
+// from the whole variance: from a small λ, a step's damping is the floor κμ·min(ν, 1)^p with the
+// μ and ν it reports (p = 1 here, so that the floor stands above λ), and that ν is not the
+// estimate along the gradient (denseNoise), on every assembly. The first step's average is its
+// own estimate (TestNoiseAverage).
 func TestLMWholeVariance(t *testing.T) {
 	const lambda = 1e-3
 	p := newProblem(41, 9, 5, 4, 3, 1)
 	for _, tc := range lmCases {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newOptModel(p, tc.mlp, false)
-			policy := wholeVariance()
+			policy := LevenbergMarquardt()
+			policy.FloorExponent = 1
 			s := m.lmSteps(t, tc.opt().Damping(lambda).DampingPolicy(policy).Done(), p, 1)[0]
 			if !(s.nu >= 0) {
 				t.Fatalf("ν = %g, want ≥ 0 or +∞", s.nu)
 			}
-			floor := policy.NoiseFloor * s.mu * math.Min(s.nu, 1)
+			floor := floorOf(policy, s.mu, s.nu)
 			if !(floor > lambda) {
 				t.Fatalf("floor κμ·min(ν, 1) = %g ≤ λ = %g: the test cannot see which ν the step used", floor, lambda)
 			}
@@ -533,9 +541,50 @@ func TestLMWholeVariance(t *testing.T) {
 	}
 }
 
+// TestNoiseAverage checks LMDamping.NoiseAverage's averages against a float64 reference: fed a
+// sequence of estimates (v_t, signal_t), including a negative v_t, a step that is not finite and a
+// non-finite estimate, ν_t is max(m̂_v, 0)/m̂_signal with m_t = β m_{t−1} + (1 − β) x_t and
+// m̂_t = m_t/(1 − β^t) over the finite steps only, and the state is left unchanged by the others.
+func TestNoiseAverage(t *testing.T) {
+	const beta = 0.9
+	steps := []struct {
+		v, signal float64
+		finite    bool
+	}{{0.3, 2, true}, {-0.1, 1.5, true}, {5, 1, false}, {0.8, 0.7, true}, {math.Inf(1), 1, true}, {0.2, 3, true}}
+	store := model.NewStore()
+	o := FGN().Done().(*gnOptimizer)
+	exec := model.MustNewExec(testBackend, store, func(scope *model.Scope, v, signal, finite *Node) *Node {
+		nu, avg := o.averageNoise(scope, v, signal, beta)
+		avg.update(finite)
+		return nu
+	})
+	var mv, ms float64
+	n := 0
+	for k, st := range steps {
+		got := tensors.ToScalar[float64](exec.MustCall(st.v, st.signal, st.finite)[0])
+		// the reference: this step's ν from the averages including it, kept only when it counts
+		nv, ns := beta*mv+(1-beta)*st.v, beta*ms+(1-beta)*st.signal
+		c := 1 - math.Pow(beta, float64(n+1))
+		want := math.Max(nv/c, 0) / (ns / c)
+		if math.IsNaN(want) || math.IsInf(nv, 0) {
+			want = math.Inf(1)
+		}
+		if !(got == want || math.Abs(got-want) <= 1e-14*want) {
+			t.Errorf("step %d: ν = %g, want %g (tolerance 1e-14 relative)", k, got, want)
+		}
+		if st.finite && !math.IsInf(nv, 0) {
+			mv, ms, n = nv, ns, n+1
+		}
+	}
+	if got := tensors.ToScalar[float64](store.GetVariable("/FGNOptimizer/noise_steps").MustValue()); got != float64(n) {
+		t.Errorf("noise_steps = %g after %d steps, %d of them counted, want %d", got, len(steps), n, n)
+	}
+}
+
 // TestLMParamsFromScope checks that FromScope reads the Levenberg-Marquardt policy's floor
-// (ParamNoiseFloor, ParamWholeVariance) for the "lm" policy, by name as GoMLX's -set gives them
-// after DeclareParams, and leaves a constant λ without them.
+// (ParamNoiseFloor, ParamFloorExponent, ParamWholeVariance, ParamNoiseAverage) for the "lm"
+// policy, by name as GoMLX's -set gives them after DeclareParams, and leaves a constant λ without
+// them.
 func TestLMParamsFromScope(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -543,10 +592,14 @@ func TestLMParamsFromScope(t *testing.T) {
 		want DampingPolicy
 	}{
 		{"defaults", "", LevenbergMarquardt()},
-		{"floor and whole variance", "fgn_noise_floor=3;fgn_whole_variance=true",
-			func() DampingPolicy { p := wholeVariance(); p.NoiseFloor = 3; return p }()},
-		{"named lm policy", "fgn_damping_policy=lm;fgn_whole_variance=true", wholeVariance()},
-		{"constant λ", "fgn_damping_policy=constant;fgn_noise_floor=3;fgn_whole_variance=true", ConstantDamping{}},
+		{"the floor's settings", "fgn_noise_floor=3;fgn_floor_exponent=2;fgn_noise_average=0.5",
+			func() DampingPolicy {
+				p := LevenbergMarquardt()
+				p.NoiseFloor, p.FloorExponent, p.NoiseAverage = 3, 2, 0.5
+				return p
+			}()},
+		{"named lm policy", "fgn_damping_policy=lm;fgn_whole_variance=false", alongGradient()},
+		{"constant λ", "fgn_damping_policy=constant;fgn_noise_floor=3;fgn_whole_variance=false", ConstantDamping{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := model.NewStore()

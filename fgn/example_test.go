@@ -80,9 +80,9 @@ func Example_trainer() {
 	}
 	// Output:
 	// step  0: loss 1.44
-	// step 20: loss 0.21
-	// step 40: loss 0.14
-	// step 59: loss 0.11
+	// step 20: loss 0.25
+	// step 40: loss 0.08
+	// step 59: loss 0.07
 }
 
 // Example_closedForm supplies a closed-form linearisation: the model records its affine head
@@ -139,7 +139,7 @@ func Example_closedForm() {
 	}
 	// Output:
 	// step  0: loss 1.39
-	// step 10: loss 0.18
-	// step 20: loss 0.17
-	// step 29: loss 0.16
+	// step 10: loss 0.17
+	// step 20: loss 0.15
+	// step 29: loss 0.15
 }

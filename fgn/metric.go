@@ -97,10 +97,11 @@ func (o *gnOptimizer) newDampingMetric(scope *model.Scope, g *Graph, vars []*mod
 	return dm
 }
 
-// update adds the batch gradient grad (shaped like the parameters) to the moving averages, unless
-// an entry of it is not finite: a bad batch changes nothing.
-func (dm *dampingMetric) update(grad Vec) {
-	finite := allFinite(grad)
+// update adds the batch gradient grad (shaped like the parameters) to the moving averages where
+// ok holds (the step's direction is finite) and every entry of grad is finite: a bad batch changes
+// nothing.
+func (dm *dampingMetric) update(grad Vec, ok *Node) {
+	finite := LogicalAnd(ok, allFinite(grad))
 	for k, gk := range grad {
 		v := dm.meanSquares[k]
 		next := Add(MulScalar(v, metricDecay), MulScalar(ConvertDType(ReduceAllMean(Square(gk)), dtypes.Float64), 1-metricDecay))

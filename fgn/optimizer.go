@@ -282,7 +282,7 @@ func (o *gnOptimizer) step(scope *model.Scope, lin Linearization, labels *Node, 
 	vars := variablesOf(scope, g, params)
 	dtype := lin.Logits().DType()
 	alpha := Scalar(g, dtype, o.c.s.LearningRate)
-	_ = optimizer.IncrementGlobalStep(g, dtype)
+	globalStep := optimizer.IncrementGlobalStep(g, dtypes.Int64)
 	var warm []*model.Variable
 	var x0 Vec
 	if o.c.s.WarmStart {
@@ -308,10 +308,16 @@ func (o *gnOptimizer) step(scope *model.Scope, lin Linearization, labels *Node, 
 	}
 	var damping dampingFn
 	var wholeVariance *Node // LMDamping.WholeVariance's ν, nil when the policy estimates it along g
+	var average *noiseAverage
 	if lambdaState != nil {
 		if lm, ok := o.c.damping.(LMDamping); ok && lm.WholeVariance {
-			signs := randomSigns(scope, g, dtype, lin.Logits().Shape().Dim(0))
-			wholeVariance = varianceNoise(lin, labels, signs, reg, reciprocals(sqrtEach(metric.scales())))
+			signs := randomSigns(globalStep, dtype, lin.Logits().Shape().Dim(0))
+			v, signal := varianceEstimates(lin, labels, signs, reg, reciprocals(sqrtEach(metric.scales())))
+			if lm.NoiseAverage > 0 {
+				wholeVariance, average = o.averageNoise(scope, v, signal, lm.NoiseAverage)
+			} else {
+				wholeVariance = noiseRatio(v, signal)
+			}
 		}
 		damping = func(s batchScale) *Node {
 			if wholeVariance != nil {
@@ -358,7 +364,10 @@ func (o *gnOptimizer) step(scope *model.Scope, lin Linearization, labels *Node, 
 		v.SetNodeValue(keepUnless(dir.Damping.Accepted, updated[k], params[k]))
 	}
 	if metric != nil {
-		metric.update(dir.grad)
+		metric.update(dir.grad, dir.Finite)
+	}
+	if average != nil {
+		average.update(dir.Finite)
 	}
 	if lambda != nil {
 		lambda.SetNodeValue(dir.Damping.Next)

@@ -34,7 +34,9 @@ const (
 	ParamWarmStart       = "fgn_warm_start"        // bool: Settings.WarmStart
 	ParamSaturationFloor = "fgn_saturation_floor"  // float64: Settings.SaturationFloor
 	ParamNoiseFloor      = "fgn_noise_floor"       // float64: LMDamping.NoiseFloor (κ) of the "lm" policy
+	ParamFloorExponent   = "fgn_floor_exponent"    // float64: LMDamping.FloorExponent (p) of the "lm" policy
 	ParamWholeVariance   = "fgn_whole_variance"    // bool: LMDamping.WholeVariance of the "lm" policy
+	ParamNoiseAverage    = "fgn_noise_average"     // float64: LMDamping.NoiseAverage (β) of the "lm" policy
 )
 
 // init registers "fgn" and "sgn" in GoMLX's optimizer.KnownOptimizers, so that
@@ -71,7 +73,9 @@ func DeclareParams(store *model.Store) {
 		ParamWarmStart:       s.WarmStart,
 		ParamSaturationFloor: s.SaturationFloor,
 		ParamNoiseFloor:      lm.NoiseFloor,
+		ParamFloorExponent:   lm.FloorExponent,
 		ParamWholeVariance:   lm.WholeVariance,
+		ParamNoiseAverage:    lm.NoiseAverage,
 	} {
 		if _, found := store.GetParam(name); !found {
 			root.SetParam(name, value)
@@ -80,10 +84,11 @@ func DeclareParams(store *model.Store) {
 }
 
 // FromScope sets the hyper-parameters that the scope (or its parents) sets: the Param* parameters
-// above, ParamNoiseFloor and ParamWholeVariance only when the damping policy is
-// Levenberg-Marquardt's (a constant λ has no floor). GoMLX's optimizer.ParamLearningRate is not
-// read (see ParamLearningRate). It panics on a value of the wrong type or an unknown name, as
-// GoMLX's AdamConfig.FromScope does; Done validates the values.
+// above, those of the noise floor (ParamNoiseFloor, ParamFloorExponent, ParamWholeVariance,
+// ParamNoiseAverage) only when the damping policy is Levenberg-Marquardt's (a constant λ has no
+// floor). GoMLX's optimizer.ParamLearningRate is not read (see ParamLearningRate). It panics on a
+// value of the wrong type or an unknown name, as GoMLX's AdamConfig.FromScope does; Done
+// validates the values.
 func (c *GNConfig) FromScope(scope *model.Scope) *GNConfig {
 	c.s.LearningRate = model.GetParamOr(scope, ParamLearningRate, c.s.LearningRate)
 	if lr, found := scope.GetParam(optimizer.ParamLearningRate); found {
@@ -113,7 +118,9 @@ func (c *GNConfig) FromScope(scope *model.Scope) *GNConfig {
 	}
 	if lm, ok := c.damping.(LMDamping); ok {
 		lm.NoiseFloor = model.GetParamOr(scope, ParamNoiseFloor, lm.NoiseFloor)
+		lm.FloorExponent = model.GetParamOr(scope, ParamFloorExponent, lm.FloorExponent)
 		lm.WholeVariance = model.GetParamOr(scope, ParamWholeVariance, lm.WholeVariance)
+		lm.NoiseAverage = model.GetParamOr(scope, ParamNoiseAverage, lm.NoiseAverage)
 		c.damping = lm
 	}
 	return c

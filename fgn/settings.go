@@ -37,9 +37,9 @@ type Settings struct {
 	// is larger is damped more, so that where the damping rules the step (the directions the
 	// curvature leaves flat) the tensors move in proportion to their gradients' scale, as Adam's
 	// do, rather than with the raw gradient. It keeps one number per tensor in the optimizer's
-	// state and costs no Jacobian product, but one VJP with FGN's closed-form Gram. Off by
-	// default: on the model zoo it helps a deep network whose logits start saturated and costs
-	// the word models (BENCHMARKS.md). GNConfig.Direction, which keeps no state, ignores it.
+	// state and costs no Jacobian product, but one VJP with FGN's closed-form Gram. On in
+	// DefaultSettings, chosen with LevenbergMarquardt's noise floor on the model zoo
+	// (BENCHMARKS.md); off in PaperSettings. GNConfig.Direction, which keeps no state, ignores it.
 	ScaledDamping bool `json:"scaled_damping,omitempty" yaml:"scaled_damping,omitempty"`
 	// WarmStart starts CG from the previous step's solution: the previous direction for SGN, the
 	// previous row-space solution u for FGN (meaningful only for a fixed batch size).
@@ -81,9 +81,11 @@ type CGSettings struct {
 // (StopParameterResidual) rather than on Algorithm 1's whitened row residual, which a batch of
 // confidently misclassified examples meets after one iteration far from the solution (see
 // StopWhitenedRowResidual), and no more exactly than the batch gradient is known (StopAtNoise);
-// FGN's step at the GGN's step length along its direction (GGNStepLength). The row operator is
-// CheaperRowOperator (the closed-form Gram or the matrix-free products, whichever costs less for
-// the step's shapes), the saturation floor the dtype's default, no warm start. The model-zoo sweep of experiments/zoo chose α (BENCHMARKS.md).
+// FGN's step at the GGN's step length along its direction (GGNStepLength); each parameter tensor
+// damped by its gradient's scale (ScaledDamping). The row operator is CheaperRowOperator (the
+// closed-form Gram or the matrix-free products, whichever costs less for the step's shapes), the
+// saturation floor the dtype's default, no warm start. The model-zoo sweep of experiments/zoo
+// chose α and ScaledDamping (BENCHMARKS.md).
 func DefaultSettings() Settings {
 	s := PaperSettings()
 	s.LearningRate = 1
@@ -91,6 +93,7 @@ func DefaultSettings() Settings {
 	s.RowOperator = CheaperRowOperator
 	s.CG.StopAtNoise = true
 	s.GGNStepLength = true
+	s.ScaledDamping = true
 	return s
 }
 

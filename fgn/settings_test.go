@@ -11,7 +11,8 @@ import (
 
 // TestSettingsDefaults checks PaperSettings against the constants of the paper's Algorithm 1 and
 // app. F.2, and that DefaultSettings differs from it in the step size (the library's α = 1), the
-// stopping rule and the row operator (the cheaper one) alone.
+// stopping rule, the row operator (the cheaper one), CG's stop at the gradient's noise, the GGN's
+// step length and the damping metric alone.
 func TestSettingsDefaults(t *testing.T) {
 	paper := PaperSettings()
 	want := Settings{LearningRate: 0.1, Damping: 1, RowOperator: ClosedFormGram,
@@ -21,7 +22,7 @@ func TestSettingsDefaults(t *testing.T) {
 	}
 	lib := DefaultSettings()
 	want.LearningRate, want.CG.StoppingRule, want.RowOperator = 1, StopParameterResidual, CheaperRowOperator
-	want.CG.StopAtNoise, want.GGNStepLength = true, true
+	want.CG.StopAtNoise, want.GGNStepLength, want.ScaledDamping = true, true, true
 	if lib != want {
 		t.Errorf("DefaultSettings() = %+v, want %+v", lib, want)
 	}

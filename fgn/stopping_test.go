@@ -199,8 +199,9 @@ func unwhitenedRowResidual(t *testing.T, p *problem, dn denseOut, lambda float64
 
 // TestCGStopsAtNoise checks CGSettings.StopAtNoise on FGN's and SGN's assemblies: an LM step with
 // it stops CG where a step at the same λ with the tolerance √(ν/(1 + ν)), ν ≤ 1, computed on the
-// host from the gradient noise the step reports, stops, with the same direction; and the noise lets CG
-// stop before its cap on some assembly.
+// host from the gradient noise the step reports (the floor's noise along ĝ, which CG's test
+// uses), stops, with the same direction; and the noise lets CG stop before its cap on some
+// assembly.
 func TestCGStopsAtNoise(t *testing.T) {
 	const maxIter = 20
 	p := illConditioned()
@@ -220,7 +221,7 @@ func TestCGStopsAtNoise(t *testing.T) {
 				}
 				return flat64(out[0]), tensors.ToScalar[int32](out[1]), flat64(out[2])[0], flat64(out[3])[0]
 			}
-			d, iters, lambda, nu := step(tc.opt().Damping(1e-3).CGMaxIterations(maxIter).Done())
+			d, iters, lambda, nu := step(tc.opt().Damping(1e-3).CGMaxIterations(maxIter).DampingPolicy(alongGradient()).Done())
 			capped := math.Min(nu, 1)
 			tol := math.Max(1e-5, math.Sqrt(capped/(1+capped)))
 			cfg := tc.opt().Settings()

@@ -40,10 +40,9 @@ func Adam(lr float64) Optimizer {
 
 // Candidates are the optimizers the sweep knows by name: FGN and SGN at their defaults
 // (fgn.FGN().Done(), fgn.SGN().Done()), FGN and SGN started from α = 1, λ = 0.1 with
-// fgn.LevenbergMarquardt() (their other settings the defaults), FGN and SGN damped in the damping
-// metric (fgn.Settings.ScaledDamping), FGN with both that metric and the noise floor's ν from the
-// whole variance (fgn.LMDamping.WholeVariance), the ablations of the defaults (ablations), and
-// Adam at each of AdamRates. A setting under study joins them as a GN constructor.
+// fgn.LevenbergMarquardt() (their other settings the defaults), the ablations of the defaults
+// (ablations) and Adam at each of AdamRates. A setting under study joins them as a GN
+// constructor.
 var Candidates = append([]Optimizer{
 	GN(FGNDefault, fgn.FGN),
 	GN(SGNDefault, fgn.SGN),
@@ -53,44 +52,41 @@ var Candidates = append([]Optimizer{
 	GN("SGN α=1 λ=0.1 lm", func() *fgn.GNConfig {
 		return fgn.SGN().LearningRate(1).Damping(0.1).DampingPolicy(fgn.LevenbergMarquardt())
 	}),
-	GN("FGN scaled damping", func() *fgn.GNConfig { return fgn.FGN().ScaledDamping(true) }),
-	GN("SGN scaled damping", func() *fgn.GNConfig { return fgn.SGN().ScaledDamping(true) }),
-	GN("FGN scaled whole variance", func() *fgn.GNConfig {
-		p := fgn.LevenbergMarquardt()
-		p.WholeVariance = true
-		return fgn.FGN().ScaledDamping(true).DampingPolicy(p)
-	}),
 }, append(ablations(), adamGrid()...)...)
 
-// ablations are the defaults with one choice undone or moved: FGN and SGN with Levenberg-Marquardt
-// damping without its noise floor ("lm floor×0", LMDamping.NoiseFloor 0), FGN with the floor
-// raised ("lm floor×3", "lm floor×10"), FGN and SGN with the floor's ν estimated from the batch
-// gradient's whole variance ("lm whole variance", LMDamping.WholeVariance), and FGN stepping its
-// direction at full length ("τ=1", fgn.Settings.GGNStepLength off).
+// ablations are the defaults with one choice undone: FGN and SGN with Levenberg-Marquardt damping
+// without its noise floor ("floor×0", LMDamping.NoiseFloor 0); FGN with λI damping ("λI",
+// Settings.ScaledDamping off), with the floor's ν estimated along the batch gradient ("ν along
+// ĝ", LMDamping.WholeVariance off), from each batch's estimates alone ("ν per batch",
+// LMDamping.NoiseAverage 0), with the floor μ·min(ν, 1) ("floor p=1", LMDamping.FloorExponent 1),
+// and stepping its direction at full length ("τ=1", Settings.GGNStepLength off).
 func ablations() []Optimizer {
+	lm := func(change func(*fgn.LMDamping)) fgn.LMDamping {
+		p := fgn.LevenbergMarquardt()
+		change(&p)
+		return p
+	}
 	var opts []Optimizer
 	for _, method := range []struct {
 		name string
 		new  func() *fgn.GNConfig
 	}{{"FGN", fgn.FGN}, {"SGN", fgn.SGN}} {
-		opts = append(opts, GN(method.name+" lm floor×0", func() *fgn.GNConfig {
-			p := fgn.LevenbergMarquardt()
-			p.NoiseFloor = 0
-			return method.new().DampingPolicy(p)
-		}), GN(method.name+" lm whole variance", func() *fgn.GNConfig {
-			p := fgn.LevenbergMarquardt()
-			p.WholeVariance = true
-			return method.new().DampingPolicy(p)
+		opts = append(opts, GN(method.name+" floor×0", func() *fgn.GNConfig {
+			return method.new().DampingPolicy(lm(func(p *fgn.LMDamping) { p.NoiseFloor = 0 }))
 		}))
 	}
-	for _, k := range []float64{3, 10} {
-		opts = append(opts, GN("FGN lm floor×"+num(k), func() *fgn.GNConfig {
-			p := fgn.LevenbergMarquardt()
-			p.NoiseFloor = k
-			return fgn.FGN().DampingPolicy(p)
-		}))
-	}
-	return append(opts, GN("FGN τ=1", func() *fgn.GNConfig { return fgn.FGN().GGNStepLength(false) }))
+	return append(opts,
+		GN("FGN λI", func() *fgn.GNConfig { return fgn.FGN().ScaledDamping(false) }),
+		GN("FGN ν along ĝ", func() *fgn.GNConfig {
+			return fgn.FGN().DampingPolicy(lm(func(p *fgn.LMDamping) { p.WholeVariance = false }))
+		}),
+		GN("FGN ν per batch", func() *fgn.GNConfig {
+			return fgn.FGN().DampingPolicy(lm(func(p *fgn.LMDamping) { p.NoiseAverage = 0 }))
+		}),
+		GN("FGN floor p=1", func() *fgn.GNConfig {
+			return fgn.FGN().DampingPolicy(lm(func(p *fgn.LMDamping) { p.FloorExponent = 1 }))
+		}),
+		GN("FGN τ=1", func() *fgn.GNConfig { return fgn.FGN().GGNStepLength(false) }))
 }
 
 // Grid returns FGN and SGN at every combination of step size α, initial damping λ, damping

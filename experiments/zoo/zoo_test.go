@@ -27,11 +27,12 @@ const accuracyMargin = 0.015
 // defaults are FGN and SGN at their library defaults.
 var defaults = []Optimizer{Candidates[0], Candidates[1]}
 
-// scaledDamping are FGN and SGN with the opt-in fgn.Settings.ScaledDamping.
-var scaledDamping = func() []Optimizer {
-	opts, err := SelectOptimizers(Candidates, "FGN scaled damping,SGN scaled damping")
+// undone are FGN with two choices of its defaults undone: λI damping (fgn.Settings.ScaledDamping
+// off) and the noise floor's ν along the batch gradient (fgn.LMDamping.WholeVariance off).
+var undone = func() []Optimizer {
+	opts, err := SelectOptimizers(Candidates, "FGN λI,FGN ν along ĝ")
 	if err != nil || len(opts) != 2 {
-		panic(fmt.Sprintf("zoo: the scaled-damping candidates: %v, %v", opts, err))
+		panic(fmt.Sprintf("zoo: the ablation candidates: %v, %v", opts, err))
 	}
 	return opts
 }()
@@ -112,7 +113,7 @@ func TestDefaultsTrainZoo(t *testing.T) {
 }
 
 // TestZooDamping trains every zoo model briefly (testBudgets) with FGN().Done() and SGN().Done(),
-// and with both's opt-in ScaledDamping, and checks that no run went wrong: the step could be
+// and with FGN's λI damping and its floor's noise along ĝ (undone), and checks that no run went wrong: the step could be
 // built and run (a model fgn cannot differentiate fails here, by name), no batch loss was not
 // finite, the training loss ended below its start with steps taken (experiments/train's Health),
 // and the Levenberg-Marquardt λ never reached its floor, fgn.LevenbergMarquardt's MinDamping
@@ -120,7 +121,7 @@ func TestDefaultsTrainZoo(t *testing.T) {
 func TestZooDamping(t *testing.T) {
 	for _, m := range Models {
 		t.Run(m.Name, func(t *testing.T) {
-			for _, opt := range append(slices.Clone(defaults), scaledDamping...) {
+			for _, opt := range append(slices.Clone(defaults), undone...) {
 				r := testRun(t, m, opt)
 				if r.Failed != "" {
 					t.Errorf("%s: the step could not be built or run: %s", opt.Name, r.Failed)

@@ -90,10 +90,10 @@ func (ConstantDamping) String() string                   { return "constant" }
 // so that a batch whose gradient is indistinguishable from noise does not stall training.
 // FloorExponent p shapes it below: p = 1 is the derivation's μν; a larger p keeps the floor near
 // μ where the gradient is about as much noise as signal and lowers it steeply where it is mostly
-// signal, leaving λ to the gain ratio there. The derivation sees one direction, ĝ, and on the
-// model zoo the damping μν where ν is 0.3-0.9 slows the residual CNN by 7-10 points of held-out
-// accuracy, while p = 4 keeps the floor's gain on the word models (BENCHMARKS.md, "The noise
-// floor").
+// signal, leaving λ to the gain ratio there. The derivation sees one direction, ĝ, and where the
+// gradient is mostly signal its damping slowed models that gain from long steps on the model zoo
+// (a residual CNN), while p = 4 kept the floor's gain where the noise dominates (word models
+// learnt from scratch in small batches; BENCHMARKS.md, "How the floor was chosen").
 //
 // ν is estimated from the batch's own examples, as if they were a sample of the training set (a
 // batch that is the whole training set keeps the floor its examples' spread sets, trading the
@@ -103,8 +103,7 @@ func (ConstantDamping) String() string                   { return "constant" }
 // from batch to batch by as much as ν itself. Without WholeVariance, ν is the batch's noise along
 // ĝ, from the examples' gradients along it, which CG's first product gives (gradientNoise): that
 // sees one direction, the examples' own mean, which each example's share pulls towards itself,
-// so with many parameters and few examples it falls well below v/‖g‖² (10-100× on the zoo's
-// models in their first epoch).
+// so with many parameters and few examples it falls well below v/‖g‖².
 type LMDamping struct {
 	LowerRho, UpperRho float64 // 0 < LowerRho ≤ UpperRho
 	Increase           float64 // > 1

@@ -16,30 +16,26 @@
 //
 // FGN() and SGN() are meant to replace optimizer.Adam().Done() in a classifier's training as they
 // are: α = 1, λ adapted from 1 by Levenberg-Marquardt with a floor set by the batch gradient's
-// noise (LMDamping), at most 5 CG iterations stopped once the residual is below that noise
-// (CGSettings.StopAtNoise), and FGN's step taken at the multiclass GGN's step length along its
-// direction (Settings.GGNStepLength). These defaults were chosen on a zoo of models written as
-// GoMLX's examples write them (BENCHMARKS.md, "Default settings"). What to expect:
+// noise (LMDamping: its whole variance, averaged over steps), each parameter tensor damped by its
+// gradient's scale (Settings.ScaledDamping), at most 5 CG iterations stopped once the residual is
+// below that noise (CGSettings.StopAtNoise), and FGN's step taken at the multiclass GGN's step
+// length along its direction (Settings.GGNStepLength). These defaults were chosen on a zoo of
+// models written as GoMLX's examples write them (BENCHMARKS.md, "Default settings"). What to
+// expect:
 //
 //   - Per epoch, FGN reaches a tuned Adam's held-out accuracy or exceeds it on MLPs, convolutional
 //     networks (by far on a residual CNN with LayerNorm) and softmax regression, with no learning
-//     rate to tune, and matches SGN there.
+//     rate to tune, and stays close to SGN.
 //   - Where the probability of the wrong classes is spread over many of them for long (a hard
-//     task of many classes learnt from scratch, such as the zoo's transformer on 20 languages),
-//     FGN's curvature, which keeps only the true-vs-rest part of the GGN, steps worse than SGN's,
-//     and both worse than Adam; there Levenberg-Marquardt takes FGN's λ far below SGN's, and
-//     estimating the noise floor's ν from the batch gradient's whole variance
-//     (LMDamping.WholeVariance, an FGN opt-in, best with Settings.ScaledDamping) lifts FGN above
-//     SGN on the zoo's transformer and text CNN, at a large cost on other models (the zoo's
-//     residual CNN). On a deep plain network whose logits start saturated (cifar's FNN example) a
-//     Gauss-Newton model fits the loss poorly and Adam is the better choice; damping each
-//     parameter tensor by the square root of its gradient's relative scale
-//     (Settings.ScaledDamping, an opt-in that costs up to 5 points on the word models) more than
-//     halves the gap.
-//   - A step costs a few Jacobian products more than Adam's (CG's, the step length's and the
-//     damping's trial loss), so per second of a CPU Adam often gets there first on small models.
-//     FGN pays most where the row-space solve is cheap against the model's products: many
-//     classes over frozen features (an affine head, the paper's setting).
+//     task of many classes learnt from scratch in small batches, such as the zoo's word models)
+//     the batch gradient is mostly noise and the floor holds λ at the curvature's scale; there
+//     FGN and SGN end close to each other and below a tuned Adam. On a deep plain network whose
+//     logits start saturated (cifar's FNN example) a Gauss-Newton model fits the loss poorly and
+//     Adam is ahead too.
+//   - A step costs a few Jacobian products more than Adam's (CG's, the step length's, the noise
+//     estimate's and the damping's trial loss), so per second of a CPU Adam often gets there
+//     first on small models. FGN pays most where the row-space solve is cheap against the
+//     model's products: many classes over frozen features (an affine head, the paper's setting).
 //
 // # The paper, file by file
 //

@@ -111,7 +111,8 @@ type GNConfig struct {
 // a model written with GoMLX's layers through train.Trainer without tuning (the model-zoo sweep
 // of experiments/zoo, BENCHMARKS.md): DefaultSettings (step size α = 1, at most 5 CG iterations
 // stopped on the parameter-space residual at tolerance 1e-5, the cheaper of the closed-form Gram
-// and the matrix-free row operator, no warm start) and LevenbergMarquardt damping from λ = 1. The
+// and the matrix-free row operator, each tensor damped by its gradient's scale, no warm start)
+// and LevenbergMarquardt damping from λ = 1 with its noise floor. The
 // paper's runs (sec. 5, app. F.2) keep λ = 1 constant with α = 0.1 and stop CG on the whitened
 // row residual: WithSettings(PaperSettings()).DampingPolicy(ConstantDamping{}) runs Algorithm 1
 // exactly. Its state lives under the store scope "/FGNOptimizer".

@@ -319,6 +319,10 @@ func TestDampingErrors(t *testing.T) {
 		{FGN().DampingPolicy(lm(func(p *LMDamping) { p.Decrease = 1 })), "decrease factor"},
 		{FGN().DampingPolicy(lm(func(p *LMDamping) { p.MinDamping = 0 })), "λ bounds"},
 		{FGN().DampingPolicy(lm(func(p *LMDamping) { p.MaxDamping = math.NaN() })), "λ bounds"},
+		{FGN().DampingPolicy(lm(func(p *LMDamping) { p.FloorExponent = 0 })), "floor exponent"},
+		{SGN().DampingPolicy(lm(func(p *LMDamping) { p.FloorExponent = math.Inf(1) })), "floor exponent"},
+		{FGN().DampingPolicy(lm(func(p *LMDamping) { p.NoiseAverage = 1 })), "noise average"},
+		{FGN().DampingPolicy(lm(func(p *LMDamping) { p.NoiseAverage = -0.1 })), "noise average"},
 		{FGN().Damping(1e7).DampingPolicy(LevenbergMarquardt()), "outside the Levenberg-Marquardt bounds"},
 	} {
 		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {

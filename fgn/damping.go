@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"path"
-	"slices"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -98,7 +97,7 @@ func (ConstantDamping) String() string                   { return "constant" }
 // ν is estimated from the batch's own examples, as if they were a sample of the training set (a
 // batch that is the whole training set keeps the floor its examples' spread sets, trading the
 // rule's fast final convergence on that set for steps that generalise). WholeVariance estimates
-// it from the whole variance v (varianceEstimates: one probe of random signs, two VJPs of the
+// it from the whole variance v (varianceEstimates: one probe of random signs, one VJP of the
 // logits more per step), averaged over steps (NoiseAverage), whose single probe's estimate varies
 // from batch to batch by as much as ν itself. Without WholeVariance, ν is the batch's noise along
 // ĝ, from the examples' gradients along it, which CG's first product gives (gradientNoise): that
@@ -244,9 +243,9 @@ func trialLogits(lin Linearization, zs *Node, updated Vec) *Node {
 func measureStep(lin Linearization, labels *Node, dir *Direction, zd, stepSize *Node, updated Vec,
 	fgnCurvature bool, reg *regularisation) (predicted, actual, trialLoss *Node) {
 	z := lin.Logits()
-	m := gn.NewMargin(z, labels)
+	m := marginOf(z, labels)
 	zs := Mul(ConvertDType(stepSize, z.DType()), zd)
-	probs := Softmax(z, -1)
+	probs := probabilitiesOf(z)
 	slope := ReduceAllMean(ReduceSum(Mul(Sub(probs, m.OneHot), zs), -1))
 	var curvature *Node
 	if fgnCurvature {
@@ -355,8 +354,9 @@ func noiseRatio(v, signal *Node) *Node {
 // varianceEstimates returns unbiased estimates of the whole variance v = E‖ĝ − g‖² of the batch
 // gradient ĝ (LMDamping.WholeVariance) and of the squared norm ‖g + g_R‖² of the expected gradient
 // of the loss with its regulariser's gradient g_R (reg, nil for none), from the batch's examples
-// as if they were a sample of the training set. With g_i = J_iᵀ(p_i − y_i) example i's gradient
-// of the cross-entropy (eq. 2.11) and ĝ their mean,
+// as if they were a sample of the training set. With g_i = p_†,i J_iᵀ example i's gradient of the
+// cross-entropy (eq. 2.11; J_i its margin Jacobian row) and ĝ their mean (ceGrad, formed by the
+// caller, which the direction reuses),
 //
 //	S1 = (1/b)‖Σ_i σ_i g_i‖²,   S2 = ‖ĝ‖²,   v̂ = (S1 − S2)/(b − 1),   signal = ‖ĝ + g_R‖² − v̂,
 //
@@ -364,28 +364,22 @@ func noiseRatio(v, signal *Node) *Node {
 // ‖g‖² + tr Σ, and E S2 = ‖g‖² + tr Σ/b, so v̂ estimates v = tr Σ/b, and E‖ĝ + g_R‖² = ‖g + g_R‖² + v.
 // v̂ may be negative, as an unbiased estimate of a small variance is; noiseRatio takes it at 0.
 // For b = 1, where no variance can be estimated, v̂ = 0. Norms are the damping metric's
-// (sqrtInvS = S^{-1/2} per tensor, nil for S = I). It costs two VJPs of the logits.
-func varianceEstimates(lin Linearization, labels, signs *Node, reg *regularisation, sqrtInvS Vec) (v, signal *Node) {
-	z := lin.Logits()
-	b := z.Shape().Dim(0)
-	dtype := z.DType()
-	residual := Sub(Softmax(z, -1), gn.NewMargin(z, labels).OneHot) // row i: p_i − y_i
-	mean := lin.VJP(DivScalar(residual, float64(b)))
-	total := slices.Clone(mean)
+// (sqrtInvS = S^{-1/2} per tensor, nil for S = I). It costs one VJP, Σ_i σ_i g_i.
+func varianceEstimates(lin Linearization, m *gn.Margin, ceGrad Vec, signs *Node, reg *regularisation, sqrtInvS Vec) (v, signal *Node) {
+	b := m.S.Shape().Dim(0)
+	dtype := m.S.DType()
+	total := ceGrad
 	if reg != nil {
-		for k, x := range reg.grad {
-			if x != nil {
-				total[k] = Add(total[k], x)
-			}
-		}
+		total = reg.addGradient(ceGrad)
 	}
 	total = scaleEach(total, sqrtInvS)
 	signal = ConvertDType(gn.VecDot(total, total), dtype)
 	if b < 2 {
 		return StopGradient(ZerosLike(signal)), StopGradient(signal)
 	}
-	probe := scaleEach(lin.VJP(Mul(residual, InsertAxes(ConvertDType(signs, dtype), -1))), sqrtInvS)
-	mean = scaleEach(mean, sqrtInvS)
+	j := gn.MarginJacobian{Lin: lin, GradS: m.GradS}
+	probe := scaleEach(j.VJP(Mul(ConvertDType(signs, dtype), m.PDagger)), sqrtInvS)
+	mean := scaleEach(ceGrad, sqrtInvS)
 	s1 := DivScalar(ConvertDType(gn.VecDot(probe, probe), dtype), float64(b))
 	s2 := ConvertDType(gn.VecDot(mean, mean), dtype)
 	v = DivScalar(Sub(s1, s2), float64(b-1))

@@ -448,7 +448,8 @@ func TestVarianceEstimatesMatchDense(t *testing.T) {
 						sqrtInvS = append(sqrtInvS, Scalar(in[0].Graph(), dtypes.Float64, scales[k]))
 					}
 				}
-				v, signal := varianceEstimates(l, in[1], in[len(in)-1], reg, sqrtInvS)
+				m := gn.NewMargin(l.Logits(), in[1])
+				v, signal := varianceEstimates(l, m, m.Gradient(l), in[len(in)-1], reg, sqrtInvS)
 				return []*Node{v, signal, noiseRatio(v, signal)}
 			}, append(inputs, signs)...)
 			gotV, gotSignal, gotNu := got[0][0], got[1][0], got[2][0]

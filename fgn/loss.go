@@ -28,7 +28,7 @@ func Loss(labels, predictions []*Node) *Node {
 	if y.Rank() == 2 && y.Shape().Dim(1) == 1 {
 		y = Reshape(y, y.Shape().Dim(0))
 	}
-	l := ReduceAllMean(gn.NewMargin(logits, y).Loss)
+	l := ReduceAllMean(marginOf(logits, y).Loss)
 	rec := recordOf(logits.Graph())
 	rec.losses++
 	rec.logits, rec.labels, rec.loss = logits, y, l
@@ -52,11 +52,48 @@ func RecordLinearization(lin Linearization) {
 	rec.lin = lin
 }
 
-// graphRecord is what Loss and RecordLinearization record in a graph for the optimizers.
+// graphRecord is what Loss and RecordLinearization record in a graph for the optimizers, and the
+// batch quantities that Loss and a step share (marginOf, probabilitiesOf).
 type graphRecord struct {
 	lin                  Linearization // recorded by the model, nil for autodiff
 	logits, labels, loss *Node         // recorded by Loss
 	losses               int           // calls of Loss in the graph
+
+	margins map[[2]*Node]*gn.Margin // by logits and labels
+	probs   map[*Node]*Node         // by logits
+}
+
+// marginOf returns the margin quantities (gn.NewMargin) of logits and labels, formed once in their
+// graph: the loss, the direction, the noise estimate, the step length and the damping's model of
+// a step read the same nodes. A backend that does not eliminate common subexpressions (the pure-Go
+// backend) would otherwise compute each b×C quantity once for each of them.
+func marginOf(logits, labels *Node) *gn.Margin {
+	rec := recordOf(logits.Graph())
+	key := [2]*Node{logits, labels}
+	if m, found := rec.margins[key]; found {
+		return m
+	}
+	m := gn.NewMargin(logits, labels)
+	if rec.margins == nil {
+		rec.margins = make(map[[2]*Node]*gn.Margin)
+	}
+	rec.margins[key] = m
+	return m
+}
+
+// probabilitiesOf returns the softmax probabilities of logits (b×C) along their last axis, formed
+// once in their graph (see marginOf).
+func probabilitiesOf(logits *Node) *Node {
+	rec := recordOf(logits.Graph())
+	if p, found := rec.probs[logits]; found {
+		return p
+	}
+	p := Softmax(logits, -1)
+	if rec.probs == nil {
+		rec.probs = make(map[*Node]*Node)
+	}
+	rec.probs[logits] = p
+	return p
 }
 
 // graphRecordPath is the graph parameter (model.SetGraphParam) that holds the graphRecord.

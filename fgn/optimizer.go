@@ -310,10 +310,13 @@ func (o *gnOptimizer) step(scope *model.Scope, lin Linearization, labels *Node, 
 	var damping dampingFn
 	var wholeVariance *Node // LMDamping.WholeVariance's ν, nil when the policy estimates it along g
 	var average *noiseAverage
+	var ceGrad Vec // the cross-entropy's batch gradient, where the noise estimate formed it
 	if lambdaState != nil {
 		if lm, ok := o.c.damping.(LMDamping); ok && lm.WholeVariance {
+			m := marginOf(lin.Logits(), labels)
+			ceGrad = m.Gradient(lin)
 			signs := randomSigns(globalStep, dtype, lin.Logits().Shape().Dim(0))
-			v, signal := varianceEstimates(lin, labels, signs, reg, reciprocals(sqrtEach(metric.scales())))
+			v, signal := varianceEstimates(lin, m, ceGrad, signs, reg, reciprocals(sqrtEach(metric.scales())))
 			if lm.NoiseAverage > 0 {
 				wholeVariance, average = o.averageNoise(scope, v, signal, lm.NoiseAverage)
 			} else {
@@ -329,9 +332,9 @@ func (o *gnOptimizer) step(scope *model.Scope, lin Linearization, labels *Node, 
 	}
 	var dir *Direction
 	if o.c.fgn {
-		dir = fgnDirection(lin, labels, first(x0), o.c.s, damping, reg, metric.scales())
+		dir = fgnDirection(lin, labels, first(x0), o.c.s, damping, reg, metric.scales(), ceGrad)
 	} else {
-		dir = sgnDirection(lin, labels, x0, o.c.s, damping, reg, metric.scales())
+		dir = sgnDirection(lin, labels, x0, o.c.s, damping, reg, metric.scales(), ceGrad)
 	}
 	// The step size is taken as 0 unless the direction is finite. keepUnless below is what
 	// discards a non-finite step (0·NaN is NaN); this makes the scaling α d wait for Finite's

@@ -373,3 +373,96 @@ func alongGradient() LMDamping {
 func floorOf(policy LMDamping, mu, nu float64) float64 {
 	return policy.NoiseFloor * mu * math.Pow(math.Min(nu, 1), policy.FloorExponent)
 }
+
+// countingEvaluator is counting (cg_test.go) for an optimizer step, which evaluates the logits at
+// its trial point: it hides Linearize's WhileSafe, so that CG is unrolled and every iteration's
+// products are built, and counts them.
+type countingEvaluator struct {
+	LogitsEvaluator
+	vjps, jvps int
+}
+
+func (c *countingEvaluator) VJP(m *Node) Vec { c.vjps++; return c.LogitsEvaluator.VJP(m) }
+func (c *countingEvaluator) JVP(v Vec) *Node { c.jvps++; return c.LogitsEvaluator.JVP(v) }
+
+// TestOptimizerStepProducts counts the products of an optimizer step at the default settings on
+// the MLP, CG unrolled to its N_CG = 5 iterations: the paper's cost accounting (the logits,
+// N_CG·(JVP + VJP) and one VJP) plus what the damping adds, the noise probe's VJP and J_z d. The
+// batch gradient is one VJP however many parts of the step read it (the direction, the damping
+// metric, the noise estimate).
+func TestOptimizerStepProducts(t *testing.T) {
+	p := newProblem(5, 12, 6, 4, 5, 0.5)
+	const n = 5 // N_CG of the default settings
+	for _, tc := range []struct {
+		name       string
+		c          *GNConfig
+		vjps, jvps int
+	}{
+		// FGN (matrix-free): ĝ = J̃ᵀr̃/b, the noise probe and CG's N_CG products L p (VJPs); CG's
+		// N_CG products Lᵀβ, the first of them K r̃, which gives μ and ν, and J_z d for the step
+		// length and the damping's model (JVPs).
+		{"FGN", FGN(), n + 2, n + 1},
+		// SGN: ĝ, the noise probe and CG's N_CG GGN products (VJPs); their N_CG JVPs, the first of
+		// them J_z g, which gives μ and ν, and J_z d (JVPs).
+		{"SGN", SGN(), n + 2, n + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newOptModel(p, true, false)
+			opt := tc.c.Done()
+			var lin *countingEvaluator
+			exec, err := model.NewExec(testBackend, m.store, func(scope *model.Scope, h, labels *Node) *Node {
+				scope.Store().SetTraining(h.Graph(), true)
+				lin = &countingEvaluator{LogitsEvaluator: m.lin(h).(LogitsEvaluator)}
+				return opt.UpdateGraphWithLinearization(scope, lin, labels).Loss
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := exec.Call(p.h, p.labels); err != nil {
+				t.Fatalf("step: %+v", err)
+			}
+			if lin.vjps != tc.vjps || lin.jvps != tc.jvps {
+				t.Errorf("built %d VJPs and %d JVPs, want %d and %d", lin.vjps, lin.jvps, tc.vjps, tc.jvps)
+			}
+		})
+	}
+}
+
+// TestStepSharesMargin checks that a Trainer's step graph (fgn.Loss, then the optimizer's
+// UpdateGraph) forms the batch's margin quantities once, whatever reads them (the loss, the
+// direction, the noise estimate, the step length and the damping's model), and once more at the
+// damping's trial point: NewMargin's loss is the graph's only Log1p.
+func TestStepSharesMargin(t *testing.T) {
+	p := newProblem(5, 12, 6, 4, 5, 0.5)
+	for _, tc := range []struct {
+		name string
+		c    *GNConfig
+	}{{"FGN", FGN()}, {"SGN", SGN()}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newOptModel(p, true, false)
+			opt := tc.c.Done()
+			margins := 0
+			exec, err := model.NewExec(testBackend, m.store, func(scope *model.Scope, h, labels *Node) *Node {
+				g := h.Graph()
+				scope.Store().SetTraining(g, true)
+				loss := Loss([]*Node{labels}, []*Node{m.logits(scope, h)})
+				opt.UpdateGraph(scope, g, loss)
+				for _, n := range g.Nodes() {
+					if n.Type() == NodeTypeLog1p {
+						margins++
+					}
+				}
+				return loss
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := exec.Call(p.h, p.labels); err != nil {
+				t.Fatalf("step: %+v", err)
+			}
+			if margins != 2 {
+				t.Errorf("the step graph forms %d margins, want 2 (the batch's and the trial point's)", margins)
+			}
+		})
+	}
+}

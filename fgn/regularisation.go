@@ -233,6 +233,18 @@ func (r *regularisation) inverseMetric(lambda *Node, scale Vec) Vec {
 	return inv
 }
 
+// addGradient returns g + g_R, the gradient of the regularised loss, for the gradient g of the
+// cross-entropy (a new Vec; g is left as it is).
+func (r *regularisation) addGradient(g Vec) Vec {
+	out := slices.Clone(g)
+	for k, x := range r.grad {
+		if x != nil {
+			out[k] = Add(out[k], x)
+		}
+	}
+	return out
+}
+
 // model returns ∇R(w)ᵀs + ½ sᵀD s for a step s, the regulariser's part of the quadratic model
 // m(s) of an adaptive damping policy.
 func (r *regularisation) model(s Vec) *Node {

@@ -419,9 +419,9 @@ func TestRegularizedStepProducts(t *testing.T) {
 			reg := recogniseRegularisation(terms, lin.Params(), tc.name)
 			cfg := Settings{Damping: 1, RowOperator: MatrixFree, CG: CGSettings{MaxIterations: n, Tolerance: 1e-5}}
 			if tc.fgn {
-				return []*Node{flattenVec(fgnDirection(lin, in[1], nil, cfg, nil, reg, nil).D)}
+				return []*Node{flattenVec(fgnDirection(lin, in[1], nil, cfg, nil, reg, nil, nil).D)}
 			}
-			return []*Node{flattenVec(sgnDirection(lin, in[1], nil, cfg, nil, reg, nil).D)}
+			return []*Node{flattenVec(sgnDirection(lin, in[1], nil, cfg, nil, reg, nil, nil).D)}
 		}, p.affineInputs(dtypes.Float64)...)
 		if lin.jvps != tc.jvps || lin.vjps != tc.vjps {
 			t.Errorf("%s: built %d JVPs and %d VJPs, want %d and %d", tc.name, lin.jvps, lin.vjps, tc.jvps, tc.vjps)

@@ -101,15 +101,17 @@ func newWhitening(m *gn.Margin, floor float64) whitening {
 // solution. After a gradient start, e is the residual of w's system, which is that of u.
 func (c *GNConfig) Direction(lin Linearization, labels *Node, start Vec) *Direction {
 	if c.fgn {
-		return fgnDirection(lin, labels, first(start), c.s, nil, nil, nil)
+		return fgnDirection(lin, labels, first(start), c.s, nil, nil, nil, nil)
 	}
-	return sgnDirection(lin, labels, start, c.s, nil, nil, nil)
+	return sgnDirection(lin, labels, start, c.s, nil, nil, nil, nil)
 }
 
 // fgnDirection is FGN's GNConfig.Direction (see there for the solve), from u0 (nil for zero), with
 // the damping λ chosen by damping from the batch's curvature scale μ and gradient noise ν
 // (batchScale) when damping is not nil (cfg.Damping otherwise), for the loss L = (1/b)Σφ(s_i) + R
-// with the regulariser reg (nil for none).
+// with the regulariser reg (nil for none). ceGrad is the cross-entropy's batch gradient
+// ĝ = Jᵀp_†/b (gn.Margin.Gradient) where the caller formed it (LMDamping.WholeVariance's noise
+// estimate does), nil otherwise: the direction then forms it where it needs it.
 //
 // μ and ν cost no product without a regulariser: K r̃ = b J̃ g is the product of CG's first
 // iteration, which starts from p_0 = r̃ and takes it (gn.CGSystem.RHSProduct); with a warm start it
@@ -130,9 +132,10 @@ func (c *GNConfig) Direction(lin Linearization, labels *Node, start Vec) *Direct
 // iterate u with residual e = r̃ − t − (bλI + J̃M⁻¹J̃ᵀ)u, (H + Λ)d + g = J̃ᵀe/b as without a
 // regulariser; the parameter stopping rule measures it in the M⁻¹-norm, ‖L e‖ = ‖M^{-1/2}J̃ᵀe‖,
 // relative to its value at u = 0 (d₀ = −Λ⁻¹g_R; the gradient's norm ‖J̃ᵀr̃‖ without regulariser).
-func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dampingFn, reg *regularisation, metric Vec) *Direction {
+func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dampingFn, reg *regularisation,
+	metric, ceGrad Vec) *Direction {
 	cfg.mustValidateSolve()
-	m := gn.NewMargin(lin.Logits(), labels)
+	m := marginOf(lin.Logits(), labels)
 	j := gn.MarginJacobian{Lin: lin, GradS: m.GradS}
 	g := m.S.Graph()
 	dtype := m.S.DType()
@@ -147,10 +150,16 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dam
 	if !paramRule {
 		sys.RefNorm2 = gn.VecDot(Vec{w.refRTilde}, Vec{w.refRTilde})
 	}
+	ce := func() Vec { // ĝ, one VJP made once unless the caller formed it
+		if ceGrad == nil {
+			ceGrad = m.Gradient(lin)
+		}
+		return ceGrad
+	}
 	var scale batchScale
 	var grad Vec // the batch gradient g + g_R, where formed
 	if reg != nil && (damping != nil || metric != nil) {
-		grad = batchGradient(j, m, w, reg)
+		grad = reg.addGradient(ce())
 	}
 	if reg != nil && damping != nil {
 		scale = regularisedScale(j, m, w, reg, grad, reciprocals(metric))
@@ -225,7 +234,11 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dam
 		// back-projection d = −M^{-1/2}(L u) − M⁻¹g_R/λ.
 		sys.Factor = func(u Vec) Vec { return scaleEach(j.VJP(Mul(w.sqrtQ, u[0])), sqrtInvM) }
 		sys.Cofactor = func(beta Vec) Vec { return Vec{Mul(w.sqrtQ, j.JVP(scaleEach(beta, sqrtInvM)))} }
-		sys.FactorRHS = sys.Factor(sys.RHS)
+		if ceGrad != nil && reg == nil { // L r̃ = M^{-1/2}J̃ᵀr̃ = b M^{-1/2} ĝ
+			sys.FactorRHS = scaleEach(gn.VecScale(Scalar(g, dtype, float64(b)), ceGrad), sqrtInvM)
+		} else {
+			sys.FactorRHS = sys.Factor(sys.RHS)
+		}
 		if paramRule {
 			sys.CurvatureNorm = true
 			sys.RefNorm2 = gn.VecDot(sys.FactorRHS, sys.FactorRHS)
@@ -251,11 +264,11 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dam
 	dir.lambda, dir.scale, dir.metric = lam, scale, metric
 	if metric != nil {
 		switch {
-		case grad != nil:
-		case sys.FactorRHS != nil && reg == nil: // L r̃ = S^{-1/2} J̃ᵀr̃ = b S^{-1/2} g
+		case grad != nil: // g + g_R, formed with a regulariser
+		case ceGrad == nil && sys.FactorRHS != nil: // L r̃ = S^{-1/2} J̃ᵀr̃ = b S^{-1/2} g
 			grad = gn.VecScale(Scalar(g, dtype, 1/float64(b)), scaleEach(sys.FactorRHS, sqrtEach(metric)))
 		default:
-			grad = batchGradient(j, m, w, nil)
+			grad = ce()
 		}
 		dir.grad = grad
 	}
@@ -272,20 +285,6 @@ func rowScale(rTilde, kr *Node) batchScale {
 		curvature: curvatureScale(ReduceAllSum(Square(kr)), MulScalar(ReduceAllSum(Mul(rTilde, kr)), b)),
 		noise:     gradientNoise(Mul(rTilde, kr)),
 	}
-}
-
-// batchGradient returns the batch gradient of the loss, g = J̃ᵀr̃/b (eq. 3.8), plus g_R for a
-// regulariser reg (nil for none): one VJP.
-func batchGradient(j gn.MarginJacobian, m *gn.Margin, w whitening, reg *regularisation) Vec {
-	b := float64(m.S.Shape().Dim(0))
-	grad := gn.VecScale(Scalar(m.S.Graph(), m.S.DType(), 1/b), j.VJP(Mul(w.sqrtQ, w.rTilde)))
-	if reg != nil {
-		gradR := orZerosLike(reg.grad, grad)
-		for k := range grad {
-			grad[k] = Add(grad[k], gradR[k])
-		}
-	}
-	return grad
 }
 
 // regularisedScale returns FGN's batchScale for the regularised loss from its gradient

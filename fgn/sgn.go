@@ -9,7 +9,8 @@ import (
 // sgnDirection is SGN's GNConfig.Direction, from x0 (nil for zero), with the damping λ chosen by
 // damping from the batch's curvature scale μ = gᵀ(H_GGN + D)g/‖g‖² and gradient noise ν
 // (batchScale) when damping is not nil (cfg.Damping otherwise), for the loss L = (1/b)Σφ(s_i) + R
-// with the regulariser reg (nil for none): (H_GGN + D + λI) d = −(g + g_R), D the Hessian of R's L2
+// with the regulariser reg (nil for none) and the cross-entropy's batch gradient ceGrad where the
+// caller formed it (nil otherwise: one VJP here): (H_GGN + D + λI) d = −(g + g_R), D the Hessian of R's L2
 // terms added to the product and g_R = ∇R to the right-hand side (see regularisation). (H_GGN + D)
 // g is the product of CG's first iteration, which starts from p_0 = −g and takes it
 // (gn.CGSystem.RHSProduct), and ν comes from its JVP; with a warm start they cost one product more.
@@ -18,13 +19,18 @@ import (
 // the system is (H_GGN + D + λS) d = −(g + g_R), which CG solves in the rescaled parameters
 // e = S^{1/2}d: (S^{-1/2}(H_GGN + D)S^{-1/2} + λI) e = −S^{-1/2}(g + g_R), so that μ and ν are
 // measured along S⁻¹(g + g_R) in the norm of S.
-func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, damping dampingFn, reg *regularisation, metric Vec) *Direction {
+func sgnDirection(lin Linearization, labels *Node, x0 Vec, cfg Settings, damping dampingFn, reg *regularisation,
+	metric, ceGrad Vec) *Direction {
 	cfg.mustValidateSolve()
-	m := gn.NewMargin(lin.Logits(), labels)
+	m := marginOf(lin.Logits(), labels)
 	b := float64(m.S.Shape().Dim(0))
-	probs := Softmax(lin.Logits(), -1)
-	// −g = Jᵀ(y − p)/b: the scale and sign go into the b×C cotangent.
-	negGrad := lin.VJP(MulScalar(Sub(m.OneHot, probs), 1/b))
+	probs := probabilitiesOf(lin.Logits())
+	var negGrad Vec
+	if ceGrad != nil {
+		negGrad = gn.VecScale(Scalar(m.S.Graph(), m.S.DType(), -1), ceGrad)
+	} else { // −g = Jᵀ(y − p)/b: the scale and sign go into the b×C cotangent.
+		negGrad = lin.VJP(MulScalar(Sub(m.OneHot, probs), 1/b))
+	}
 	if reg != nil {
 		negGrad = subtract(negGrad, reg.grad)
 	}

@@ -2,8 +2,6 @@ package fgn
 
 import (
 	. "github.com/gomlx/gomlx/core/graph"
-
-	"github.com/fgn-paper/fgn/fgn/internal/gn"
 )
 
 // ggnStepLength returns τ, the length of FGN's step along its direction d at which the damped
@@ -34,8 +32,8 @@ import (
 func ggnStepLength(lin Linearization, labels, zd *Node, dir *Direction, reg *regularisation) *Node {
 	z := lin.Logits()
 	dtype := z.DType()
-	probs := Softmax(z, -1)
-	m := gn.NewMargin(z, labels)
+	probs := probabilitiesOf(z)
+	m := marginOf(z, labels)
 	slope := ReduceAllMean(ReduceSum(Mul(Sub(probs, m.OneHot), zd), -1))
 	curvature := ggnCurvature(probs, zd)
 	lambda := ConvertDType(dir.lambda, dtype)

@@ -53,6 +53,13 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"train", "--method", "fgn", "--cg-stop-at-noise"}, "--cg-stop-at-noise does not apply: FGN's CG stops at the gradient's noise only on --cg-stopping-rule parameter"},
 		{[]string{"train", "--damping-policy", "lm", "--damping", "1e7", "--examples", "64", "--dim", "2", "--batch", "8"},
 			"outside the Levenberg-Marquardt bounds"},
+		{[]string{"train", "--noise-floor", "2"}, "--noise-floor does not apply: it sets the Levenberg-Marquardt damping's floor, and --damping-policy is constant"},
+		{[]string{"train", "--method", "adam", "--whole-variance=false"}, "--whole-variance does not apply: it sets SGN and FGN"},
+		{[]string{"train", "--damping-policy", "lm", "--floor-exponent", "0"}, `invalid value "0" for flag -floor-exponent`},
+		{[]string{"train", "--damping-policy", "lm", "--noise-average", "1", "--examples", "64", "--dim", "2", "--batch", "8"},
+			"noise average must be in [0, 1)"},
+		{[]string{"train", "--damping-policy", "lm", "--noise-floor", "-1", "--examples", "64", "--dim", "2", "--batch", "8"},
+			"noise floor must be finite and ≥ 0"},
 	} {
 		var stdout, stderr bytes.Buffer
 		err := run(append(tc.args, "--out", out), &stdout, &stderr)
@@ -74,7 +81,7 @@ func TestTrainWritesTraces(t *testing.T) {
 	}{
 		{"constant", "false", "whitened-row", nil},
 		{"lm", "true", "parameter", []string{"--cg-stopping-rule", "parameter", "--cg-stop-at-noise", "--ggn-step-length",
-			"--scaled-damping"}},
+			"--scaled-damping", "--noise-floor", "0.5", "--floor-exponent", "2", "--whole-variance=false", "--noise-average", "0.5"}},
 	} {
 		damping := tc.damping
 		out := t.TempDir()
@@ -98,6 +105,14 @@ func TestTrainWritesTraces(t *testing.T) {
 			for _, key := range []string{"cg_stop_at_noise", "ggn_step_length", "scaled_damping"} {
 				if got, ok := tab.Lookup(key); m == "fgn" && got != tc.steering || m == "adam" && ok {
 					t.Errorf("%s trace with %q: %s comment %q, want %q", m, tc.flags, key, got, tc.steering)
+				}
+			}
+			// The Levenberg-Marquardt floor's settings, as the flags set them, in an lm trace only.
+			for key, want := range map[string]string{"noise_floor": "0.5", "floor_exponent": "2", "whole_variance": "false",
+				"noise_average": "0.5"} {
+				if got, ok := tab.Lookup(key); m == "fgn" && damping == "lm" && got != want || (m == "adam" || damping != "lm") && ok {
+					t.Errorf("%s trace with --damping-policy %s and %q: %s comment %q (want %q in an lm trace only)",
+						m, damping, tc.flags, key, got, want)
 				}
 			}
 			if !strings.Contains(stdout.String(), m) {

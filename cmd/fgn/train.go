@@ -73,6 +73,17 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		"damping λ for SGN/FGN, the initial λ with --damping-policy lm; a `number` > 0")
 	dampingPolicy := c.dampingPolicy("damping-policy", "damping policy for SGN/FGN, the paper's constant λ or "+
 		"Levenberg-Marquardt on the gain ratio ρ")
+	lm := fgn.LevenbergMarquardt()
+	noiseFloor := c.Float64("noise-floor", lm.NoiseFloor, "with --damping-policy lm: κ ≥ 0 of the damping's floor "+
+		"κ·μ·min(ν, 1)^p, μ the batch's curvature scale and ν its gradient's noise-to-signal ratio "+
+		"(fgn.LMDamping.NoiseFloor; 0: no floor)")
+	floorExponent := c.positiveFloat("floor-exponent", lm.FloorExponent, "with --damping-policy lm: the floor's "+
+		"exponent p (fgn.LMDamping.FloorExponent)")
+	wholeVariance := c.Bool("whole-variance", lm.WholeVariance, "with --damping-policy lm: the floor's ν from the "+
+		"batch gradient's whole variance, one VJP more per step (fgn.LMDamping.WholeVariance); false: along the "+
+		"batch gradient")
+	noiseAverage := c.Float64("noise-average", lm.NoiseAverage, "with --damping-policy lm: decay β ∈ [0, 1) of the "+
+		"moving averages of --whole-variance's estimates (fgn.LMDamping.NoiseAverage; 0: each batch's own)")
 	cgMaxIterations := setting(c, "cg-max-iterations", paper.CG.MaxIterations, strconv.Itoa,
 		settingValue[int]{parseInt, func(s *fgn.Settings, x int) { s.CG.MaxIterations = x }},
 		"CG iteration cap for SGN/FGN; an `integer` ≥ 1")
@@ -116,6 +127,14 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		return cli.Usagef("train: --holdout %g: want a fraction in (0, 1)", *holdout)
 	}
 	if err := trainFlagsApply(c, ms, *dataDir, files, *evalX != "", cgStoppingRule); err != nil {
+		return err
+	}
+	policy := *dampingPolicy
+	if lm, ok := policy.(fgn.LMDamping); ok {
+		lm.NoiseFloor, lm.FloorExponent, lm.WholeVariance, lm.NoiseAverage = *noiseFloor, *floorExponent, *wholeVariance, *noiseAverage
+		policy = lm
+	} else if err := c.notApplicable("it sets the Levenberg-Marquardt damping's floor, and --damping-policy is "+
+		policy.String(), lmFloorFlags...); err != nil {
 		return err
 	}
 	if err := checkOutDir("out", *out); err != nil {
@@ -187,7 +206,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			s.Damping, s.CG.MaxIterations, s.CG.Tolerance, s.CG.StoppingRule = *damping, *cgMaxIterations, *cgTolerance, cgStoppingRule
 			s.CG.StopAtNoise, s.GGNStepLength, s.ScaledDamping = *stopAtNoise, *ggnStepLength, *scaledDamping
 		}
-		cfgs[i] = train.Config{Method: m, Hyper: h, DampingPolicy: *dampingPolicy, Model: train.Model{Hidden: *hidden},
+		cfgs[i] = train.Config{Method: m, Hyper: h, DampingPolicy: policy, Model: train.Model{Hidden: *hidden},
 			Classes: classes, BatchSize: *batch, Epochs: *epochs, EvalEvery: *evalEvery, Seed: *seed}
 		if _, err := cfgs[i].Validate(trainSet, evalSet); err != nil {
 			return fmt.Errorf("train: %w", err)
@@ -324,8 +343,9 @@ func trainFlagsApply(c *command, ms []method.Method, dataDir string, files, eval
 	}
 	gn := slices.ContainsFunc(ms, func(m method.Method) bool { return m != method.Adam })
 	if !gn {
-		if err := c.notApplicable("it sets SGN and FGN, and --method has neither", "damping", "damping-policy",
-			"cg-max-iterations", "cg-tolerance", "cg-stopping-rule", "cg-stop-at-noise", "ggn-step-length", "scaled-damping"); err != nil {
+		gnFlags := append([]string{"damping", "damping-policy", "cg-max-iterations", "cg-tolerance", "cg-stopping-rule",
+			"cg-stop-at-noise", "ggn-step-length", "scaled-damping"}, lmFloorFlags...)
+		if err := c.notApplicable("it sets SGN and FGN, and --method has neither", gnFlags...); err != nil {
 			return err
 		}
 	}
@@ -345,6 +365,9 @@ func trainFlagsApply(c *command, ms []method.Method, dataDir string, files, eval
 	}
 	return nil
 }
+
+// lmFloorFlags are the flags of the Levenberg-Marquardt damping's floor (fgn.LMDamping).
+var lmFloorFlags = []string{"noise-floor", "floor-exponent", "whole-variance", "noise-average"}
 
 // largestLabel describes a class count of 1 + the largest of the training labels: the label and
 // the first example holding it, in the labels' file.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fgn-paper/fgn/experiments/method"
 	"github.com/fgn-paper/fgn/experiments/report"
+	"github.com/fgn-paper/fgn/fgn"
 )
 
 // traceColumns are the CSV columns of a trace, in Point's field order.
@@ -37,6 +38,12 @@ func (t *Trace) Table() *report.Table {
 		s := c.Hyper.GN
 		tab.Comment("damping", report.Format(s.Damping))
 		tab.Comment("damping_policy", c.DampingPolicy.String())
+		if lm, ok := c.DampingPolicy.(fgn.LMDamping); ok {
+			tab.Comment("noise_floor", report.Format(lm.NoiseFloor))
+			tab.Comment("floor_exponent", report.Format(lm.FloorExponent))
+			tab.Comment("whole_variance", strconv.FormatBool(lm.WholeVariance))
+			tab.Comment("noise_average", report.Format(lm.NoiseAverage))
+		}
 		tab.Comment("cg_max_iterations", strconv.Itoa(s.CG.MaxIterations))
 		tab.Comment("cg_tolerance", report.Format(s.CG.Tolerance))
 		tab.Comment("warm_start", strconv.FormatBool(s.WarmStart))

@@ -15,14 +15,20 @@ Products, each timed with the forward pass it needs (as BenchmarkZooProducts tim
                    forward mode
 Steps:
     Adam           cross-entropy, backward, torch.optim.Adam (foreach), lr 1e-3
-    FGN            FGN's step on these products as fgn.FGN() takes it with every CG iteration
-                   computed (BenchmarkZooFixedCG): the logits; the margin quantities; the whitened
-                   row system (K + bλI)u = r̃ by CG with K applied matrix-free, one VJP and one JVP
-                   per iteration, CG_ITERATIONS iterations, starting from J̃ᵀr̃ (one VJP); the
-                   back-projection accumulated from CG's VJPs; Levenberg-Marquardt damping, whose
-                   ratio needs the loss at the trial point (one more forward pass).
+    FGN            FGN's step on these products as fgn.FGN() takes it at its defaults with every
+                   CG iteration computed (BenchmarkZooFixedCG), product for product: the logits;
+                   the margin quantities; the gradient J̃ᵀr̃ = b ĝ (one VJP); the noise estimate's
+                   probe Σ σ_i g_i of random signs (one VJP); the whitened row system
+                   (K + bλI)u = r̃ by CG with K applied matrix-free, CG_ITERATIONS iterations from
+                   J̃ᵀr̃, one JVP and one VJP each (the VJP of the new residual, which the parameter
+                   stopping rule tests); the back-projection accumulated from CG's VJPs; J_z d for
+                   the step length on the GGN and the damping's model (one JVP); Levenberg-Marquardt
+                   damping, whose ratio needs the loss at the trial point (one more forward pass).
+                   The damping metric's per-tensor scalars and the floor's arithmetic, a few
+                   element-wise operations, are left out.
 """
 
+import copy
 import time
 
 import torch
@@ -31,6 +37,9 @@ import torch.nn.functional as F
 
 BATCH, PIXELS, SIDE, CHANNELS, CLASSES = 128, 64, 8, 16, 10
 CG_ITERATIONS, LAMBDA, STEP_SIZE, ADAM_LR = 5, 1.0, 1.0, 1e-3
+# The steps taken before the timed ones, each of which starts from the state they reached
+# (experiments/zoo's warmupSteps).
+WARMUP_STEPS = 10
 SATURATION_FLOOR = float(torch.finfo(torch.float32).eps) ** 2
 
 
@@ -117,12 +126,15 @@ def margin(z, y):
 
 
 class FGN:
-    """FGN's step with the matrix-free row operator on autodiff products, every CG iteration
-    computed, Levenberg-Marquardt damping (fgn.LevenbergMarquardt: ρ < 0.25 → λ·1.5, ρ > 0.75 →
-    λ·0.5, a step that raises the batch loss rejected)."""
+    """FGN's default step with the matrix-free row operator on autodiff products, every CG
+    iteration computed: the noise estimate's probe, CG with the parameter stopping rule's VJPs, the
+    step length on the GGN along d (τ ∈ [0, 1]) and Levenberg-Marquardt damping
+    (fgn.LevenbergMarquardt: ρ < 0.25 → λ·1.5, ρ > 0.75 → λ·0.5, a step that raises the batch loss
+    rejected)."""
 
     def __init__(self, w, x, y, jvp):
         self.w, self.x, self.y, self.lam, self.jvp = w, x, y, LAMBDA, jvp
+        self.signs = torch.Generator().manual_seed(3)
 
     def __call__(self):
         lin = Linearization(self.w, self.x, self.jvp)
@@ -135,15 +147,18 @@ class FGN:
             shift = b * self.lam
         factor = lambda u: lin.vjp((sqrt_q * u)[:, None] * grad_s)  # J̃ᵀu
         cofactor = lambda beta: sqrt_q * (lin.jvp(beta) * grad_s).sum(1)  # J̃ β
-        lx = factor(r_tilde)  # J̃ᵀr̃, CG's first product
+        lx = factor(r_tilde)  # J̃ᵀr̃ = b ĝ, CG's first product
+        signs = torch.randint(0, 2, (b,), generator=self.signs).to(z.dtype).mul_(2).sub_(1)
+        probe = lin.vjp((signs * p_dagger)[:, None] * grad_s)  # Σ σ_i g_i, the noise estimate's probe
         with torch.no_grad():
+            s1 = sum(torch.dot(t.flatten(), t.flatten()) for t in probe) / b
+            s2 = sum(torch.dot(t.flatten(), t.flatten()) for t in lx) / b ** 2
+            self.noise = (s1 - s2) / (b - 1)  # the whole variance's estimate, as the floor takes it
             u = torch.zeros_like(r_tilde)
             r, p, lp = r_tilde.clone(), r_tilde.clone(), lx
             acc = [torch.zeros_like(t) for t in lx]  # J̃ᵀu, accumulated from CG's VJPs
             rr = torch.dot(r, r)
         for k in range(CG_ITERATIONS):
-            if k > 0:
-                lp = factor(p)
             with torch.no_grad():
                 kp = cofactor(lp) + shift * p
                 alpha = rr / torch.dot(p, kp)
@@ -152,12 +167,27 @@ class FGN:
                     a.add_(alpha * t)
                 r.sub_(alpha * kp)
                 rr_new = torch.dot(r, r)
-                p = r + (rr_new / rr) * p
+                beta = rr_new / rr
+            lr = factor(r)  # J̃ᵀr, the parameter stopping rule's residual, and L p by recurrence
+            with torch.no_grad():
+                self.residual = sum(torch.dot(t.flatten(), t.flatten()) for t in lr).sqrt()
+                lp = [t + beta * q for t, q in zip(lr, lp)]
+                p = r + beta * p
                 rr = rr_new
         with torch.no_grad():
             d = [-a for a in acc]  # d = −J̃ᵀu
-            predicted = -sum(torch.dot(g.flatten(), t.flatten()) for g, t in zip(lx, d)) / b  # ≈ −gᵀd
-            trial = [p_.detach() + STEP_SIZE * t for p_, t in zip(self.w, d)]
+            zd = lin.jvp(d)  # J_z d: the step length on the GGN and the damping's model
+            probs = torch.softmax(z, 1)
+            residual = probs.clone()
+            residual[torch.arange(b), self.y] -= 1
+            slope = (residual * zd).sum() / b  # gᵀd
+            pz = (probs * zd).sum(1)
+            curvature = ((probs * zd * zd).sum(1) - pz * pz).mean()  # dᵀH_GGN d
+            norm2 = sum(torch.dot(t.flatten(), t.flatten()) for t in d)
+            tau = (-slope / (curvature + self.lam * norm2)).clamp(0, 1)
+            step = STEP_SIZE * tau
+            predicted = -(step * slope + 0.5 * step * step * curvature)
+            trial = [p_.detach() + step * t for p_, t in zip(self.w, d)]
             trial_loss = F.cross_entropy(logits(trial, self.x), self.y)
             rho = (loss - trial_loss) / predicted.clamp(min=1e-30)
             self.lam *= 1.5 if rho < 0.25 else 0.5 if rho > 0.75 else 1.0
@@ -165,6 +195,15 @@ class FGN:
                 for p_, t in zip(self.w, trial):
                     p_.copy_(t)
         return float(loss)
+
+    def state(self):
+        return [t.detach().clone() for t in self.w], self.lam
+
+    def restore(self, state):
+        with torch.no_grad():
+            for p_, t in zip(self.w, state[0]):
+                p_.copy_(t)
+        self.lam = state[1]
 
 
 class Adam:
@@ -178,6 +217,15 @@ class Adam:
         loss.backward()
         self.opt.step()
         return float(loss)
+
+    def state(self):
+        return [t.detach().clone() for t in self.w], copy.deepcopy(self.opt.state_dict())
+
+    def restore(self, state):
+        with torch.no_grad():
+            for p_, t in zip(self.w, state[0]):
+                p_.copy_(t)
+        self.opt.load_state_dict(copy.deepcopy(state[1]))
 
 
 def timed(fn, calls):
@@ -216,12 +264,22 @@ def products(calls):
 
 
 def step(method, steps, jvp="tangent"):
-    """ms per step of method ("Adam" or "FGN", its JVPs by jvp: "tangent" or "dual") after one
-    warm-up step."""
+    """Mean ms of `steps` steps of method ("Adam" or "FGN", its JVPs by jvp: "tangent" or "dual"),
+    each from the state that WARMUP_STEPS steps reached, restored untimed (as experiments/zoo's
+    step benchmarks time theirs)."""
     w = params()
     x, y = batch()
     fn = Adam(w, x, y) if method == "Adam" else FGN(w, x, y, jvp)
-    return timed(fn, steps)
+    for _ in range(WARMUP_STEPS):
+        fn()
+    state = fn.state()
+    total = 0.0
+    for _ in range(steps):
+        fn.restore(state)
+        start = time.perf_counter()
+        fn()
+        total += time.perf_counter() - start
+    return 1e3 * total / steps
 
 
 def conv_products_ms(repeats=20):
@@ -251,11 +309,11 @@ def floor_ms(kind, products_ms):
     shape. A forward pass is conv1 + conv2 + dense; a JVP conv1 + 2 conv2 + 2 dense (one term
     per input with a tangent; conv1's input has none); a VJP conv1 (its kernel's) + 2 conv2
     (input and kernel) + 2 dense; an Adam step a forward and a VJP; an FGN step two forward passes
-    (the logits and the trial point's), CG_ITERATIONS JVPs and CG_ITERATIONS + 1 VJPs."""
+    (the logits and the trial point's), CG_ITERATIONS + 1 JVPs and CG_ITERATIONS + 2 VJPs."""
     one = {"forward": (1, 1, 1), "JVP": (1, 2, 2), "VJP": (1, 2, 2)}
     counts = {"forward": {"forward": 1}, "forward+JVP": {"forward": 1, "JVP": 1},
               "forward+VJP": {"forward": 1, "VJP": 1}, "Adam": {"forward": 1, "VJP": 1},
-              "FGN": {"forward": 2, "JVP": CG_ITERATIONS, "VJP": CG_ITERATIONS + 1}}[kind]
+              "FGN": {"forward": 2, "JVP": CG_ITERATIONS + 1, "VJP": CG_ITERATIONS + 2}}[kind]
     total = 0.0
     for product, count in counts.items():
         c1, c2, dense = one[product]

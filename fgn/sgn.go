@@ -10,9 +10,9 @@ import (
 // damping from the batch's curvature scale μ = gᵀ(H_GGN + D)g/‖g‖² and gradient noise ν
 // (batchScale) when damping is not nil (cfg.Damping otherwise), for the loss L = (1/b)Σφ(s_i) + R
 // with the regulariser reg (nil for none) and the cross-entropy's batch gradient ceGrad where the
-// caller formed it (nil otherwise: one VJP here): (H_GGN + D + λI) d = −(g + g_R), D the Hessian of R's L2
-// terms added to the product and g_R = ∇R to the right-hand side (see regularisation). (H_GGN + D)
-// g is the product of CG's first iteration, which starts from p_0 = −g and takes it
+// caller formed it (nil otherwise: one VJP here): (H_GGN + D + λI) d = −(g + g_R), D the Hessian
+// of R's L2 terms added to the product and g_R = ∇R to the right-hand side (see regularisation).
+// (H_GGN + D) g is the product of CG's first iteration, which starts from p_0 = −g and takes it
 // (gn.CGSystem.RHSProduct), and ν comes from its JVP; with a warm start they cost one product more.
 //
 // With the damping metric S (metric holds its scales s_k, Settings.ScaledDamping; nil for S = I)

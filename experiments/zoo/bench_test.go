@@ -59,16 +59,7 @@ func BenchmarkModelZoo(b *testing.B) {
 					})
 					return err
 				}
-				for range warmupSteps + 1 { // the first compiles the step
-					if err := step(); err != nil {
-						b.Fatal(err)
-					}
-				}
-				restore, err := stateRestorer(be, trainer.Store())
-				if err != nil {
-					b.Fatal(err)
-				}
-				cpu, err := timeFromState(b, restore, step)
+				restore, cpu, err := timeFromState(b, be, trainer.Store(), step)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -140,16 +131,7 @@ func BenchmarkZooFixedCG(b *testing.B) {
 					}
 					return err
 				}
-				for range warmupSteps + 1 { // the first compiles the step
-					if err := step(); err != nil {
-						b.Fatal(err)
-					}
-				}
-				restore, err := stateRestorer(testBackend, store)
-				if err != nil {
-					b.Fatal(err)
-				}
-				cpu, err := timeFromState(b, restore, step)
+				_, cpu, err := timeFromState(b, testBackend, store, step)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -294,25 +276,35 @@ func stateRestorer(be compute.Backend, store *model.Store) (func() error, error)
 	}, nil
 }
 
-// timeFromState times b.N calls of step, each from the state restore sets (restored with the
-// timer stopped), and returns the CPU time of all threads that the steps took.
-func timeFromState(b *testing.B, restore, step func() error) (time.Duration, error) {
-	var cpu time.Duration
+// timeFromState takes warmupSteps + 1 steps (the first compiles the step), then times b.N calls
+// of step, each from the state those reached in store (restored with the timer stopped, see
+// stateRestorer). It returns the function that restores that state and the CPU time of all
+// threads that the timed steps took.
+func timeFromState(b *testing.B, be compute.Backend, store *model.Store, step func() error) (restore func() error,
+	cpu time.Duration, err error) {
+	for range warmupSteps + 1 {
+		if err := step(); err != nil {
+			return nil, 0, err
+		}
+	}
+	if restore, err = stateRestorer(be, store); err != nil {
+		return nil, 0, err
+	}
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
 		if err := restore(); err != nil {
-			return 0, err
+			return nil, 0, err
 		}
 		cpu0 := cpuTime()
 		b.StartTimer()
 		if err := step(); err != nil {
-			return 0, err
+			return nil, 0, err
 		}
 		b.StopTimer()
 		cpu += cpuTime() - cpu0
 	}
-	return cpu, nil
+	return restore, cpu, nil
 }
 
 // allocPerStep returns the bytes that a step from the state restore sets allocates, the mean

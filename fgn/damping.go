@@ -230,9 +230,9 @@ func trialLogits(lin Linearization, zs *Node, updated Vec) *Node {
 	return lin.(LogitsEvaluator).LogitsAt(updated)
 }
 
-// measureStep returns the predicted and actual decreases of the step s = α d (see
-// DampingPolicy), α the scalar stepSize, and the trial loss L(w + s). With z_d = J_z d (zd, one
-// logit JVP), z_s = α z_d and g = (1/b) J_zᵀ(p − y) (eqs. 2.11, 3.8):
+// measureStep returns the predicted and actual decreases of the step s (see DampingPolicy) from
+// w to updated = w + s, and the trial loss L(w + s). With z_s = J_z s (zs: α z_d for s = α d,
+// z_d one logit JVP) and g = (1/b) J_zᵀ(p − y) (eqs. 2.11, 3.8):
 //
 //	gᵀs      = (1/b) Σ_i (p_i − y_i)ᵀ z_s,i,
 //	sᵀH_FGN s = (1/b) Σ_i q_i (∇_z s_iᵀ z_s,i)²                       (eq. 3.8, J s = rowsum(∇_z s ⊙ z_s)),
@@ -240,11 +240,10 @@ func trialLogits(lin Linearization, zs *Node, updated Vec) *Node {
 //
 // With a regulariser R (reg, nil for none) the loss is L + R: the model adds ∇Rᵀs + ½ sᵀD s (D the
 // Hessian of R's L2 terms), the actual decrease R(w) − R(w + s), and the trial loss is L + R.
-func measureStep(lin Linearization, labels *Node, dir *Direction, zd, stepSize *Node, updated Vec,
+func measureStep(lin Linearization, labels *Node, dir *Direction, zs *Node, updated Vec,
 	fgnCurvature bool, reg *regularisation) (predicted, actual, trialLoss *Node) {
 	z := lin.Logits()
 	m := marginOf(z, labels)
-	zs := Mul(ConvertDType(stepSize, z.DType()), zd)
 	probs := probabilitiesOf(z)
 	slope := ReduceAllMean(ReduceSum(Mul(Sub(probs, m.OneHot), zs), -1))
 	var curvature *Node
@@ -441,18 +440,19 @@ func randomSigns(step *Node, dtype dtypes.DType, b int) *Node {
 	return Where(LessThan(u, Scalar(g, dtype, 0.5)), Scalar(g, dtype, -1), Scalar(g, dtype, 1))
 }
 
-// stepDamping returns the damping telemetry of the step from w = lin.Params() to updated = w + αd
-// on the loss regularised by reg (nil for none), zd = J_z d and α = stepSize. For an adaptive
-// policy it measures ρ and sets the next λ, kept (the state, lambdaState) when the step is not
-// finite. The model's curvature is FGN's for FGN, the GGN's for SGN and for FGN at the GGN's step
-// length (Settings.GGNStepLength), whose step is chosen on the GGN model.
-func (o *gnOptimizer) stepDamping(lin Linearization, labels *Node, dir *Direction, zd, stepSize *Node, updated Vec,
+// stepDamping returns the damping telemetry of the step s from w = lin.Params() to updated = w + s
+// on the loss regularised by reg (nil for none), zs = J_z s. For an adaptive policy it measures ρ
+// and sets the next λ, kept (the state, lambdaState) when the step is not finite. The model's
+// curvature is FGN's for FGN, the GGN's for SGN and for FGN at the GGN's step length
+// (Settings.GGNStepLength) or with momentum (Settings.Momentum), whose steps are chosen on, or
+// average, GGN-model steps.
+func (o *gnOptimizer) stepDamping(lin Linearization, labels *Node, dir *Direction, zs *Node, updated Vec,
 	lambdaState *Node, reg *regularisation) *StepDamping {
 	if !o.c.damping.Adaptive() {
 		return &StepDamping{Used: dir.lambda, Next: dir.lambda, Curvature: dir.scale.curvature, Noise: dir.scale.noise,
 			Accepted: dir.Finite}
 	}
-	predicted, actual, trialLoss := measureStep(lin, labels, dir, zd, stepSize, updated, o.c.fgn && !o.c.s.GGNStepLength, reg)
+	predicted, actual, trialLoss := measureStep(lin, labels, dir, zs, updated, o.c.fgn && !o.c.s.GGNStepLength && o.c.s.Momentum == 0, reg)
 	rho := gainRatio(predicted, actual)
 	decreased := GreaterOrEqual(actual, ZerosLike(actual))
 	state := ConvertDType(lambdaState, dir.lambda.DType())

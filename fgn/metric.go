@@ -1,12 +1,13 @@
 package fgn
 
 import (
-	"fmt"
 	"path"
 
 	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/model/initializer"
 	"github.com/gomlx/gomlx/support/exceptions"
 )
 
@@ -23,30 +24,35 @@ const (
 )
 
 // dampingMetric is the damping metric S of Settings.ScaledDamping: the damped system is
-// (H + λS) d = −g with S = diag(s_k I), one scale s_k > 0 per parameter tensor w_k,
+// (H + λS) d = −g with S diagonal and positive, one scale per parameter tensor w_k, S = diag(s_k I),
 //
 //	s_k = (max(ρ_k/ρ̄, 10⁻⁴))^{1/2},   ρ_k = √v̂_k,   ρ̄ = Σ_k n_k ρ_k / Σ_k n_k,
 //
 // v̂_k the bias-corrected exponential moving average (β₂ = 0.999, as Adam's second moment) of
-// the mean square of w_k's batch gradient over the previous steps, n_k its number of entries.
-// The first step, which has no average yet, takes S = I.
+// the mean square of w_k's batch gradient over the previous steps, n_k its number of entries;
+// or, with Settings.ScaledDampingPerEntry, one scale per entry, s_j = (max(ρ_j/ρ̄, 10⁻⁴))^{1/2}
+// with ρ_j = √v̂_j from the moving average of entry j's squared gradient (Adam's v̂) and ρ̄ their
+// mean over all entries. The first step, which has no average yet, takes S = I.
 //
 // Why. With Levenberg-Marquardt damping a step is the Gauss-Newton step along the curvature's
 // leading directions and −g/λ along the directions the curvature leaves flat, with one λ for
 // every parameter: the tensors whose gradients are largest take most of that part of the step.
-// Adam divides each gradient entry by its own scale; S divides each tensor's by the square root of
-// its scale relative to the others', half way between the two in the exponent.
+// Adam divides each gradient entry by its own scale; S divides each tensor's (or entry's) by the
+// square root of its scale relative to the others', half way between the two in the exponent.
 // Marquardt's scaling of the damping by diag(JᵀJ) is the same idea with the curvature's
 // diagonal, which a matrix-free step does not have. S is a constant of the step, so the solve
 // is FGN's and SGN's with the parameters rescaled by S^{1/2}: FGN's row operator becomes
 // J̃S⁻¹J̃ᵀ (the closed-form Gram of an affine head with per-tensor weights, see
-// AffineHead.marginGram), SGN's CG runs on S^{-1/2}(H + λS)S^{-1/2}, and the batch's curvature
-// scale and gradient noise (DampingPolicy) are measured along the scaled gradient S⁻¹g with the
-// norm of S.
+// AffineHead.marginGram; per-entry scales take the matrix-free products), SGN's CG runs on
+// S^{-1/2}(H + λS)S^{-1/2}, and the batch's curvature scale and gradient noise (DampingPolicy)
+// are measured along the scaled gradient S⁻¹g with the norm of S.
 type dampingMetric struct {
-	// scale holds s_k (scalars, the parameters' dtypes) per parameter.
-	scale       Vec
-	vars        []*model.Variable // the moving averages v_k, float64 scalars
+	// scale holds s_k per parameter, in the parameters' dtypes: scalars, or tensors shaped like
+	// the parameters with Settings.ScaledDampingPerEntry.
+	scale Vec
+	// perEntry is Settings.ScaledDampingPerEntry.
+	perEntry    bool
+	vars        []*model.Variable // the moving averages v_k: float64 scalars, or per entry in the parameters' dtypes
 	steps       *model.Variable   // the number of averaged steps, float64 scalar
 	meanSquares Vec               // v_k's values in the step's graph
 	count       *Node             // steps' value in the step's graph
@@ -55,17 +61,18 @@ type dampingMetric struct {
 // newDampingMetric reads the damping metric's state for the parameters params (of the variables
 // vars) from the optimizer's scope, created at zero on first use, and forms S.
 func (o *gnOptimizer) newDampingMetric(scope *model.Scope, g *Graph, vars []*model.Variable, params Vec) *dampingMetric {
+	perEntry := o.c.s.ScaledDampingPerEntry
 	dm := &dampingMetric{vars: make([]*model.Variable, len(params)), meanSquares: make(Vec, len(params)),
-		scale: make(Vec, len(params))}
-	state := func(scopePath, name string) *model.Variable {
-		v := scope.Store().Scope(scopePath).VariableWithValue(name, 0.0).SetTrainable(false)
-		if v.DType() != dtypes.Float64 || v.Shape().Rank() != 0 {
-			exceptions.Panicf("fgn: damping metric state %q is %s, the step needs a float64 scalar", v.Path(), v.Shape())
+		scale: make(Vec, len(params)), perEntry: perEntry}
+	state := func(scopePath, name string, shape shapes.Shape) *model.Variable {
+		v := scope.Store().Scope(scopePath).WithInitializer(initializer.Zero).VariableWithShape(name, shape).SetTrainable(false)
+		if !v.Shape().Equal(shape) {
+			exceptions.Panicf("fgn: damping metric state %q is %s, the step needs %s", v.Path(), v.Shape(), shape)
 		}
 		return v
 	}
 	root := path.Join("/", o.c.scopeName)
-	dm.steps = state(root, "scaled_damping_steps")
+	dm.steps = state(root, "scaled_damping_steps", shapes.Make(dtypes.Float64))
 	dm.count = dm.steps.NodeValue(g)
 	// v̂_k = v_k/(1 − β₂ᵗ) after t steps.
 	correction := OneMinus(Pow(Scalar(g, dtypes.Float64, metricDecay), dm.count))
@@ -73,12 +80,20 @@ func (o *gnOptimizer) newDampingMetric(scope *model.Scope, g *Graph, vars []*mod
 	var weighted *Node
 	var entries float64
 	for k, p := range params {
-		dm.vars[k] = state(path.Join(root, vars[k].Scope()), fmt.Sprintf("%s_mean_square", vars[k].Name()))
+		name, shape := vars[k].Name()+"_mean_square", shapes.Make(dtypes.Float64)
+		if perEntry { // its own name: a checkpoint of per-tensor scales is not read as per-entry ones
+			name, shape = vars[k].Name()+"_entry_mean_square", p.Shape()
+		}
+		dm.vars[k] = state(path.Join(root, vars[k].Scope()), name, shape)
 		dm.meanSquares[k] = dm.vars[k].NodeValue(g)
-		rms[k] = Sqrt(Div(dm.meanSquares[k], correction))
+		rms[k] = Sqrt(Div(dm.meanSquares[k], ConvertDType(correction, shape.DType)))
 		n := float64(p.Shape().Size())
 		entries += n
-		if term := MulScalar(rms[k], n); weighted == nil {
+		term := MulScalar(rms[k], n)
+		if perEntry {
+			term = ConvertDType(ReduceAllSum(rms[k]), dtypes.Float64)
+		}
+		if weighted == nil {
 			weighted = term
 		} else {
 			weighted = Add(weighted, term)
@@ -90,9 +105,10 @@ func (o *gnOptimizer) newDampingMetric(scope *model.Scope, g *Graph, vars []*mod
 	defined := LogicalAnd(GreaterThan(dm.count, ScalarZero(g, dtypes.Float64)),
 		LogicalAnd(GreaterThan(mean, ScalarZero(g, dtypes.Float64)), IsFinite(mean)))
 	safeMean := Where(defined, mean, OnesLike(mean))
-	for k, p := range params {
-		s := Pow(Max(Div(rms[k], safeMean), Scalar(g, dtypes.Float64, metricFloor)), Scalar(g, dtypes.Float64, metricExponent))
-		dm.scale[k] = StopGradient(ConvertDType(Where(defined, s, OnesLike(s)), p.DType()))
+	for k := range params {
+		dtype := rms[k].DType()
+		s := Pow(Max(Div(rms[k], ConvertDType(safeMean, dtype)), Scalar(g, dtype, metricFloor)), Scalar(g, dtype, metricExponent))
+		dm.scale[k] = StopGradient(ConvertDType(Where(defined, s, OnesLike(s)), params[k].DType()))
 	}
 	return dm
 }
@@ -104,7 +120,11 @@ func (dm *dampingMetric) update(grad Vec, ok *Node) {
 	finite := LogicalAnd(ok, allFinite(grad))
 	for k, gk := range grad {
 		v := dm.meanSquares[k]
-		next := Add(MulScalar(v, metricDecay), MulScalar(ConvertDType(ReduceAllMean(Square(gk)), dtypes.Float64), 1-metricDecay))
+		square := ReduceAllMean(Square(gk))
+		if dm.perEntry {
+			square = Square(gk)
+		}
+		next := Add(MulScalar(v, metricDecay), MulScalar(ConvertDType(square, v.DType()), 1-metricDecay))
 		dm.vars[k].SetNodeValue(Where(finite, next, v))
 	}
 	dm.steps.SetNodeValue(Where(finite, OnePlus(dm.count), dm.count))

@@ -176,6 +176,14 @@ func (c *GNConfig) GGNStepLength(on bool) *GNConfig { c.s.GGNStepLength = on; re
 // damping metric's scale (see Settings.ScaledDamping).
 func (c *GNConfig) ScaledDamping(on bool) *GNConfig { c.s.ScaledDamping = on; return c }
 
+// ScaledDampingPerEntry sets whether the damping metric of ScaledDamping scales each parameter
+// entry rather than each tensor (default false; see Settings.ScaledDampingPerEntry).
+func (c *GNConfig) ScaledDampingPerEntry(on bool) *GNConfig { c.s.ScaledDampingPerEntry = on; return c }
+
+// Momentum sets β ∈ [0, 1) of the exponential average of the steps that the optimizer steps
+// along (default 0, each direction alone; see Settings.Momentum).
+func (c *GNConfig) Momentum(beta float64) *GNConfig { c.s.Momentum = beta; return c }
+
 // WarmStart sets whether CG starts from the previous step's solution (default false; the paper's
 // SGN starts from the previous direction; FGN's warm start is the previous row-space solution u,
 // meaningful only for a fixed batch size).
@@ -259,7 +267,7 @@ func (o *gnOptimizer) linearization(scope *model.Scope, g *Graph, rec *graphReco
 	head, why := recogniseAffineHead(rec.logits, params)
 	if head != nil {
 		gram := ""
-		if _, closed := o.c.s.closedFormGram(head, false); o.c.fgn && closed {
+		if _, closed := o.c.s.closedFormGram(head, false, o.c.s.ScaledDamping && o.c.s.ScaledDampingPerEntry); o.c.fgn && closed {
 			gram = " and the closed-form margin Gram"
 		}
 		klog.V(1).Infof("fgn: %s recognised an affine head over features that no trainable variable reaches: "+
@@ -336,13 +344,9 @@ func (o *gnOptimizer) step(scope *model.Scope, lin Linearization, labels *Node, 
 	} else {
 		dir = sgnDirection(lin, labels, x0, o.c.s, damping, reg, metric.scales(), ceGrad)
 	}
-	// The step size is taken as 0 unless the direction is finite. keepUnless below is what
-	// discards a non-finite step (0·NaN is NaN); this makes the scaling α d wait for Finite's
-	// reduction over d, so that a backend that runs independent
-	// operations concurrently may still scale d in place rather than hold a second copy.
 	ggnLength := o.c.fgn && o.c.s.GGNStepLength
-	var zd *Node // J_z d, for the step length and an adaptive policy's model
-	if ggnLength || o.c.damping.Adaptive() {
+	var zd *Node // J_z d, for the step length, the momentum and an adaptive policy's model
+	if ggnLength || o.c.s.Momentum > 0 || o.c.damping.Adaptive() {
 		zd = lin.JVP(dir.D)
 	}
 	stepSize := alpha
@@ -350,17 +354,43 @@ func (o *gnOptimizer) step(scope *model.Scope, lin Linearization, labels *Node, 
 		dir.StepLength = ggnStepLength(lin, labels, zd, dir, reg)
 		stepSize = Mul(alpha, dir.StepLength)
 	}
-	taken := Where(dir.Finite, stepSize, ZerosLike(stepSize))
+	var zs *Node // J_z s for the step s, where formed
 	updated := make(Vec, len(params))
-	for k, p := range params {
-		updated[k] = Add(p, Mul(ConvertDType(taken, p.DType()), dir.D[k]))
+	var momentum *stepAverage
+	if o.c.s.Momentum > 0 {
+		momentum = o.newStepAverage(scope, g, vars, params)
+		tau := dir.StepLength
+		if tau == nil {
+			tau = OnesLike(alpha)
+		}
+		var s Vec
+		s, zs = momentum.step(lin, dir.D, zd, tau, alpha)
+		for k, p := range params {
+			updated[k] = Add(p, s[k])
+		}
+	} else {
+		// The step size is taken as 0 unless the direction is finite. keepUnless below is what
+		// discards a non-finite step (0·NaN is NaN); this makes the scaling α d wait for Finite's
+		// reduction over d, so that a backend that runs independent
+		// operations concurrently may still scale d in place rather than hold a second copy.
+		taken := Where(dir.Finite, stepSize, ZerosLike(stepSize))
+		for k, p := range params {
+			updated[k] = Add(p, Mul(ConvertDType(taken, p.DType()), dir.D[k]))
+		}
+		if zd != nil {
+			zs = Mul(ConvertDType(stepSize, zd.DType()), zd)
+		}
 	}
 	if wholeVariance != nil {
 		dir.scale.noise = wholeVariance // the ν the damping was chosen with, for StepDamping
 	}
-	dir.Damping = o.stepDamping(lin, labels, dir, zd, stepSize, updated, lambdaState, reg)
+	dir.Damping = o.stepDamping(lin, labels, dir, zs, updated, lambdaState, reg)
+	if momentum != nil {
+		momentum.update(dir.Finite, dir.Damping.Accepted)
+	}
 	// A step not taken (not finite, or rejected by an adaptive damping policy) changes nothing
-	// but an adaptive policy's λ and the telemetry (recordGainRatio, the skipped steps).
+	// but an adaptive policy's λ and the telemetry (recordGainRatio, the skipped steps); a
+	// rejected one restarts the momentum's average (stepAverage.update).
 	for k, v := range warm {
 		v.SetNodeValue(keepUnless(dir.Damping.Accepted, StopGradient(dir.Solution[k]), x0[k]))
 	}

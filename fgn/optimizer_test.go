@@ -314,6 +314,8 @@ func TestNonFiniteStepChangesNothing(t *testing.T) {
 			{"SGN λI", SGN().WarmStart(true).ScaledDamping(false), math.Inf(1)},
 			{"FGN noise along ĝ", FGN().WarmStart(true).DampingPolicy(alongGradient()), math.NaN()},
 			{"SGN noise along ĝ", SGN().WarmStart(true).DampingPolicy(alongGradient()), math.Inf(1)},
+			{"FGN momentum, metric per entry", FGN().WarmStart(true).Momentum(0.9).ScaledDampingPerEntry(true), math.NaN()},
+			{"SGN momentum, metric per entry", SGN().WarmStart(true).Momentum(0.9).ScaledDampingPerEntry(true), math.Inf(1)},
 		} {
 			t.Run(tc.name+"/"+dtype.String(), func(t *testing.T) {
 				m := newOptModelOf(p, false, false, dtype)

@@ -21,22 +21,24 @@ import (
 // run holds and GoMLX's learning-rate schedules (cosineschedule) set on Adam's scale: their α is the
 // configuration's, the same at every step.
 const (
-	ParamLearningRate    = "fgn_learning_rate"     // float64: Settings.LearningRate (α)
-	ParamDamping         = "fgn_damping"           // float64: Settings.Damping (λ, or the initial λ)
-	ParamDampingPolicy   = "fgn_damping_policy"    // string: "constant" (ConstantDamping) or "lm" (LevenbergMarquardt)
-	ParamCGMaxIterations = "fgn_cg_max_iterations" // int: CGSettings.MaxIterations
-	ParamCGTolerance     = "fgn_cg_tolerance"      // float64: CGSettings.Tolerance
-	ParamCGStoppingRule  = "fgn_cg_stopping_rule"  // string: StopParameterResidual or StopWhitenedRowResidual
-	ParamCGStopAtNoise   = "fgn_cg_stop_at_noise"  // bool: CGSettings.StopAtNoise
-	ParamRowOperator     = "fgn_row_operator"      // string: CheaperRowOperator, ClosedFormGram or MatrixFree
-	ParamGGNStepLength   = "fgn_ggn_step_length"   // bool: Settings.GGNStepLength
-	ParamScaledDamping   = "fgn_scaled_damping"    // bool: Settings.ScaledDamping
-	ParamWarmStart       = "fgn_warm_start"        // bool: Settings.WarmStart
-	ParamSaturationFloor = "fgn_saturation_floor"  // float64: Settings.SaturationFloor
-	ParamNoiseFloor      = "fgn_noise_floor"       // float64: LMDamping.NoiseFloor (κ) of the "lm" policy
-	ParamFloorExponent   = "fgn_floor_exponent"    // float64: LMDamping.FloorExponent (p) of the "lm" policy
-	ParamWholeVariance   = "fgn_whole_variance"    // bool: LMDamping.WholeVariance of the "lm" policy
-	ParamNoiseAverage    = "fgn_noise_average"     // float64: LMDamping.NoiseAverage (β) of the "lm" policy
+	ParamLearningRate          = "fgn_learning_rate"            // float64: Settings.LearningRate (α)
+	ParamDamping               = "fgn_damping"                  // float64: Settings.Damping (λ, or the initial λ)
+	ParamDampingPolicy         = "fgn_damping_policy"           // string: "constant" (ConstantDamping) or "lm" (LevenbergMarquardt)
+	ParamCGMaxIterations       = "fgn_cg_max_iterations"        // int: CGSettings.MaxIterations
+	ParamCGTolerance           = "fgn_cg_tolerance"             // float64: CGSettings.Tolerance
+	ParamCGStoppingRule        = "fgn_cg_stopping_rule"         // string: StopParameterResidual or StopWhitenedRowResidual
+	ParamCGStopAtNoise         = "fgn_cg_stop_at_noise"         // bool: CGSettings.StopAtNoise
+	ParamRowOperator           = "fgn_row_operator"             // string: CheaperRowOperator, ClosedFormGram or MatrixFree
+	ParamGGNStepLength         = "fgn_ggn_step_length"          // bool: Settings.GGNStepLength
+	ParamScaledDamping         = "fgn_scaled_damping"           // bool: Settings.ScaledDamping
+	ParamScaledDampingPerEntry = "fgn_scaled_damping_per_entry" // bool: Settings.ScaledDampingPerEntry
+	ParamMomentum              = "fgn_momentum"                 // float64: Settings.Momentum (β)
+	ParamWarmStart             = "fgn_warm_start"               // bool: Settings.WarmStart
+	ParamSaturationFloor       = "fgn_saturation_floor"         // float64: Settings.SaturationFloor
+	ParamNoiseFloor            = "fgn_noise_floor"              // float64: LMDamping.NoiseFloor (κ) of the "lm" policy
+	ParamFloorExponent         = "fgn_floor_exponent"           // float64: LMDamping.FloorExponent (p) of the "lm" policy
+	ParamWholeVariance         = "fgn_whole_variance"           // bool: LMDamping.WholeVariance of the "lm" policy
+	ParamNoiseAverage          = "fgn_noise_average"            // float64: LMDamping.NoiseAverage (β) of the "lm" policy
 )
 
 // init registers "fgn" and "sgn" in GoMLX's optimizer.KnownOptimizers, so that
@@ -60,22 +62,24 @@ func DeclareParams(store *model.Store) {
 	lm := LevenbergMarquardt()
 	root := store.RootScope()
 	for name, value := range map[string]any{
-		ParamLearningRate:    s.LearningRate,
-		ParamDamping:         s.Damping,
-		ParamDampingPolicy:   c.damping.String(),
-		ParamCGMaxIterations: s.CG.MaxIterations,
-		ParamCGTolerance:     s.CG.Tolerance,
-		ParamCGStoppingRule:  s.CG.StoppingRule,
-		ParamCGStopAtNoise:   s.CG.StopAtNoise,
-		ParamRowOperator:     s.RowOperator,
-		ParamGGNStepLength:   s.GGNStepLength,
-		ParamScaledDamping:   s.ScaledDamping,
-		ParamWarmStart:       s.WarmStart,
-		ParamSaturationFloor: s.SaturationFloor,
-		ParamNoiseFloor:      lm.NoiseFloor,
-		ParamFloorExponent:   lm.FloorExponent,
-		ParamWholeVariance:   lm.WholeVariance,
-		ParamNoiseAverage:    lm.NoiseAverage,
+		ParamLearningRate:          s.LearningRate,
+		ParamDamping:               s.Damping,
+		ParamDampingPolicy:         c.damping.String(),
+		ParamCGMaxIterations:       s.CG.MaxIterations,
+		ParamCGTolerance:           s.CG.Tolerance,
+		ParamCGStoppingRule:        s.CG.StoppingRule,
+		ParamCGStopAtNoise:         s.CG.StopAtNoise,
+		ParamRowOperator:           s.RowOperator,
+		ParamGGNStepLength:         s.GGNStepLength,
+		ParamScaledDamping:         s.ScaledDamping,
+		ParamScaledDampingPerEntry: s.ScaledDampingPerEntry,
+		ParamMomentum:              s.Momentum,
+		ParamWarmStart:             s.WarmStart,
+		ParamSaturationFloor:       s.SaturationFloor,
+		ParamNoiseFloor:            lm.NoiseFloor,
+		ParamFloorExponent:         lm.FloorExponent,
+		ParamWholeVariance:         lm.WholeVariance,
+		ParamNoiseAverage:          lm.NoiseAverage,
 	} {
 		if _, found := store.GetParam(name); !found {
 			root.SetParam(name, value)
@@ -103,6 +107,8 @@ func (c *GNConfig) FromScope(scope *model.Scope) *GNConfig {
 	c.s.RowOperator = model.GetParamOr(scope, ParamRowOperator, c.s.RowOperator)
 	c.s.GGNStepLength = model.GetParamOr(scope, ParamGGNStepLength, c.s.GGNStepLength)
 	c.s.ScaledDamping = model.GetParamOr(scope, ParamScaledDamping, c.s.ScaledDamping)
+	c.s.ScaledDampingPerEntry = model.GetParamOr(scope, ParamScaledDampingPerEntry, c.s.ScaledDampingPerEntry)
+	c.s.Momentum = model.GetParamOr(scope, ParamMomentum, c.s.Momentum)
 	c.s.WarmStart = model.GetParamOr(scope, ParamWarmStart, c.s.WarmStart)
 	c.s.SaturationFloor = model.GetParamOr(scope, ParamSaturationFloor, c.s.SaturationFloor)
 	if name := model.GetParamOr(scope, ParamDampingPolicy, ""); name != "" {

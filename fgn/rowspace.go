@@ -199,7 +199,8 @@ func fgnDirection(lin Linearization, labels, u0 *Node, cfg Settings, damping dam
 	var backProject func(gn.CGResult) Vec
 	method := Method{Curvature: FGNCurvature, RowOperator: MatrixFree}
 	inLoop := inWhileLoop(lin)
-	if closed, ok := cfg.closedFormGram(lin, slices.ContainsFunc(invM, func(x *Node) bool { return x != nil })); ok {
+	if closed, ok := cfg.closedFormGram(lin, slices.ContainsFunc(invM, func(x *Node) bool { return x != nil }),
+		metric != nil && cfg.ScaledDampingPerEntry); ok {
 		// G (G_M) is formed outside CG, whose loop body then holds b×b products only, whatever the
 		// linearisation's own products are built from.
 		var gram *Node
@@ -314,13 +315,14 @@ func regularisedScale(j gn.MarginJacobian, m *gn.Margin, w whitening, reg *regul
 // costs less than the matrix-free products (AffineHead's cost model; any other GramLinearization's
 // closed form is taken).
 //
-// With metric (a regulariser's L2 terms damp the parameters apart, see fgnDirection) only an
-// AffineHead forms its Gram in closed form (G_M, with per-tensor weights).
-func (s Settings) closedFormGram(lin Linearization, metric bool) (GramLinearization, bool) {
+// With metric (a regulariser's L2 terms or the damping metric damp the parameters apart, see
+// fgnDirection) only an AffineHead forms its Gram in closed form (G_M, with per-tensor weights),
+// and with perEntry (a damping metric per entry, Settings.ScaledDampingPerEntry) none does.
+func (s Settings) closedFormGram(lin Linearization, metric, perEntry bool) (GramLinearization, bool) {
 	closed, ok := lin.(GramLinearization)
 	_, isHead := lin.(*AffineHead)
 	switch {
-	case !ok || s.RowOperator == MatrixFree || metric && !isHead:
+	case !ok || s.RowOperator == MatrixFree || metric && !isHead || perEntry:
 		return nil, false
 	case s.RowOperator == CheaperRowOperator:
 		if head, isHead := lin.(*AffineHead); isHead && !head.gramCheaper(s.CG.MaxIterations) {

@@ -41,6 +41,23 @@ type Settings struct {
 	// DefaultSettings, chosen with LevenbergMarquardt's noise floor on the model zoo
 	// (BENCHMARKS.md); off in PaperSettings. GNConfig.Direction, which keeps no state, ignores it.
 	ScaledDamping bool `json:"scaled_damping,omitempty" yaml:"scaled_damping,omitempty"`
+	// ScaledDampingPerEntry makes ScaledDamping's metric scale each parameter entry by its own
+	// gradient's scale (Adam's second moment v̂ per entry, raised to the power ¼), rather than each
+	// tensor by its tensor's: one more copy of the parameters in the optimizer's state, and FGN
+	// then applies its row operator by matrix-free products (an affine head's closed-form Gram
+	// takes per-tensor weights only). Off in DefaultSettings (the model zoo's sweep,
+	// BENCHMARKS.md); it applies with ScaledDamping only.
+	ScaledDampingPerEntry bool `json:"scaled_damping_per_entry,omitempty" yaml:"scaled_damping_per_entry,omitempty"`
+	// Momentum is β ∈ [0, 1) of an optimizer that steps along the exponential average of its
+	// steps, as Adam averages its gradients: s_t = α m_t/(1 − βᵗ), m_t = β m_{t−1} + (1 − β) τ_t d_t,
+	// with d_t the step's direction and τ_t its step length (FGN's GGN step length, 1 for SGN).
+	// Averaged over about 1/(1 − β) steps, the batch gradients' noise in the directions falls
+	// while a direction the batches agree on keeps its length. It keeps m in the optimizer's state
+	// (one copy of the parameters) and costs one JVP more per step (J_z m_{t−1}, for the step's
+	// model). An adaptive policy's gain ratio is measured on the GGN model of s_t, and a step it
+	// rejects restarts the average (m ← 0, t ← 0). 0 (DefaultSettings, PaperSettings) steps
+	// along each direction alone. GNConfig.Direction, which keeps no state, ignores it.
+	Momentum float64 `json:"momentum,omitempty" yaml:"momentum,omitempty"`
 	// WarmStart starts CG from the previous step's solution: the previous direction for SGN, the
 	// previous row-space solution u for FGN (meaningful only for a fixed batch size).
 	WarmStart bool `json:"warm_start" yaml:"warm_start"`
@@ -112,6 +129,9 @@ func PaperSettings() Settings {
 func (s Settings) Validate() error {
 	if !(s.LearningRate > 0) || math.IsInf(s.LearningRate, 0) {
 		return fmt.Errorf("fgn: learning rate α must be finite and > 0, got %g", s.LearningRate)
+	}
+	if !(s.Momentum >= 0 && s.Momentum < 1) {
+		return fmt.Errorf("fgn: momentum β must be in [0, 1), got %g", s.Momentum)
 	}
 	return s.validateSolve()
 }

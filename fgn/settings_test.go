@@ -74,7 +74,7 @@ func TestRowOperatorChoice(t *testing.T) {
 	} {
 		s := DefaultSettings()
 		s.RowOperator = tc.op
-		if _, closed := s.closedFormGram(tc.lin, false); closed != tc.closed {
+		if _, closed := s.closedFormGram(tc.lin, false, false); closed != tc.closed {
 			t.Errorf("%s, %v: closed-form Gram %v, want %v", tc.name, tc.op, closed, tc.closed)
 		}
 	}

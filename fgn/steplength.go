@@ -39,10 +39,11 @@ func ggnStepLength(lin Linearization, labels, zd *Node, dir *Direction, reg *reg
 	lambda := ConvertDType(dir.lambda, dtype)
 	var norm2 *Node
 	for k, dk := range dir.D {
-		t := ReduceAllSum(Square(dk))
+		t := Square(dk)
 		if dir.metric != nil { // λ dᵀS d with the damping metric S (Settings.ScaledDamping)
 			t = Mul(t, dir.metric[k])
 		}
+		t = ReduceAllSum(t)
 		t = ConvertDType(t, dtype)
 		if norm2 == nil {
 			norm2 = t

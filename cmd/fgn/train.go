@@ -103,6 +103,10 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		"direction (fgn.Settings.GGNStepLength; the library's default, not the paper's)")
 	scaledDamping := c.Bool("scaled-damping", paper.ScaledDamping, "damp each parameter tensor of SGN/FGN by λ times "+
 		"the square root of its gradient's scale relative to the others' (fgn.Settings.ScaledDamping)")
+	perEntry := c.Bool("scaled-damping-per-entry", paper.ScaledDampingPerEntry, "with --scaled-damping, scale each "+
+		"parameter entry by its own gradient's scale rather than each tensor (fgn.Settings.ScaledDampingPerEntry)")
+	momentum := c.Float64("momentum", paper.Momentum, "β ∈ [0, 1) of the exponential average of SGN/FGN's steps that "+
+		"they step along, 0 for none (fgn.Settings.Momentum)")
 	out := c.String("out", "results/train", "directory for the trace CSVs (<method>_seed<seed>.csv)")
 	backendFlag := c.backendFlag()
 	quiet := c.Bool("quiet", false, "no progress display or epoch telemetry")
@@ -205,6 +209,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			s := &h.GN
 			s.Damping, s.CG.MaxIterations, s.CG.Tolerance, s.CG.StoppingRule = *damping, *cgMaxIterations, *cgTolerance, cgStoppingRule
 			s.CG.StopAtNoise, s.GGNStepLength, s.ScaledDamping = *stopAtNoise, *ggnStepLength, *scaledDamping
+			s.ScaledDampingPerEntry, s.Momentum = *perEntry, *momentum
 		}
 		cfgs[i] = train.Config{Method: m, Hyper: h, DampingPolicy: policy, Model: train.Model{Hidden: *hidden},
 			Classes: classes, BatchSize: *batch, Epochs: *epochs, EvalEvery: *evalEvery, Seed: *seed}

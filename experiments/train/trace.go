@@ -54,6 +54,8 @@ func (t *Trace) Table() *report.Table {
 			tab.Comment("ggn_step_length", strconv.FormatBool(s.GGNStepLength))
 		}
 		tab.Comment("scaled_damping", strconv.FormatBool(s.ScaledDamping))
+		tab.Comment("scaled_damping_per_entry", strconv.FormatBool(s.ScaledDampingPerEntry))
+		tab.Comment("momentum", report.Format(s.Momentum))
 	}
 	tab.Comment("classes", strconv.Itoa(t.Classes))
 	tab.Comment("batch_size", strconv.Itoa(c.BatchSize))

@@ -389,9 +389,9 @@ func (c *countingEvaluator) JVP(v Vec) *Node { c.jvps++; return c.LogitsEvaluato
 
 // TestOptimizerStepProducts counts the products of an optimizer step at the default settings on
 // the MLP, CG unrolled to its N_CG = 5 iterations: the paper's cost accounting (the logits,
-// N_CG·(JVP + VJP) and one VJP) plus what the damping adds, the noise probe's VJP and J_z d. The
-// batch gradient is one VJP however many parts of the step read it (the direction, the damping
-// metric, the noise estimate).
+// N_CG·(JVP + VJP) and one VJP) plus what the damping adds, the noise probe's VJP and J_z d, and
+// what Settings.Momentum adds. The batch gradient is one VJP however many parts of the step read
+// it (the direction, the damping metric, the noise estimate).
 func TestOptimizerStepProducts(t *testing.T) {
 	p := newProblem(5, 12, 6, 4, 5, 0.5)
 	const n = 5 // N_CG of the default settings
@@ -407,6 +407,10 @@ func TestOptimizerStepProducts(t *testing.T) {
 		// SGN: ĝ, the noise probe and CG's N_CG GGN products (VJPs); their N_CG JVPs, the first of
 		// them J_z g, which gives μ and ν, and J_z d (JVPs).
 		{"SGN", SGN(), n + 2, n + 1},
+		// Settings.Momentum adds J_z m_{t−1}, for the damping's model of the averaged step; the
+		// per-entry damping metric adds no product.
+		{"FGN momentum, metric per entry", FGN().Momentum(0.9).ScaledDampingPerEntry(true), n + 2, n + 2},
+		{"SGN momentum, metric per entry", SGN().Momentum(0.9).ScaledDampingPerEntry(true), n + 2, n + 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newOptModel(p, true, false)

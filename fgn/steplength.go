@@ -39,11 +39,15 @@ func ggnStepLength(lin Linearization, labels, zd *Node, dir *Direction, reg *reg
 	lambda := ConvertDType(dir.lambda, dtype)
 	var norm2 *Node
 	for k, dk := range dir.D {
-		t := Square(dk)
-		if dir.metric != nil { // λ dᵀS d with the damping metric S (Settings.ScaledDamping)
-			t = Mul(t, dir.metric[k])
+		var t *Node
+		switch {
+		case dir.metric == nil:
+			t = ReduceAllSum(Square(dk))
+		case dir.metric[k].Rank() == 0: // λ dᵀS d with the damping metric S (Settings.ScaledDamping)
+			t = Mul(ReduceAllSum(Square(dk)), dir.metric[k])
+		default: // S per entry (Settings.ScaledDampingPerEntry)
+			t = ReduceAllSum(Mul(Square(dk), dir.metric[k]))
 		}
-		t = ReduceAllSum(t)
 		t = ConvertDType(t, dtype)
 		if norm2 == nil {
 			norm2 = t

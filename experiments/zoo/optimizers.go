@@ -96,6 +96,7 @@ func ablations() []Optimizer {
 func alternatives() []Optimizer {
 	return []Optimizer{
 		GN("FGN β=0.9", func() *fgn.GNConfig { return fgn.FGN().Momentum(0.9) }),
+		GN("SGN β=0.9", func() *fgn.GNConfig { return fgn.SGN().Momentum(0.9) }),
 		GN("FGN per entry", func() *fgn.GNConfig { return fgn.FGN().ScaledDampingPerEntry(true) }),
 		GN("FGN β=0.9 per entry", func() *fgn.GNConfig { return fgn.FGN().Momentum(0.9).ScaledDampingPerEntry(true) }),
 		GN("SGN β=0.9 per entry", func() *fgn.GNConfig { return fgn.SGN().Momentum(0.9).ScaledDampingPerEntry(true) }),

@@ -55,6 +55,8 @@
 //     and Algorithm 1's (PaperSettings).
 //   - damping.go: damping policies, ConstantDamping (the paper's) and LevenbergMarquardt.
 //     steplength.go: the GGN's step length along FGN's direction (Settings.GGNStepLength).
+//     metric.go: the damping metric (Settings.ScaledDamping, ScaledDampingPerEntry). momentum.go:
+//     the exponential average of the steps (Settings.Momentum).
 //   - optimizer.go, loss.go: FGN and SGN as GoMLX optimizers (optimizer.Interface), with Loss as
 //     the trainer's loss; state lives in variables, so checkpoints restore it.
 //     regularisation.go: the terms of GoMLX's L2 and L1 regularisers that the loss may add, which

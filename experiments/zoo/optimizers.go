@@ -41,8 +41,8 @@ func Adam(lr float64) Optimizer {
 // Candidates are the optimizers the sweep knows by name: FGN and SGN at their defaults
 // (fgn.FGN().Done(), fgn.SGN().Done()), FGN and SGN started from α = 1, λ = 0.1 with
 // fgn.LevenbergMarquardt() (their other settings the defaults), the ablations of the defaults
-// (ablations), the settings the defaults leave off (alternatives) and Adam at each of AdamRates.
-// A setting under study joins them as a GN constructor.
+// (ablations) and Adam at each of AdamRates. A setting under study joins them as a GN
+// constructor.
 var Candidates = append([]Optimizer{
 	GN(FGNDefault, fgn.FGN),
 	GN(SGNDefault, fgn.SGN),
@@ -52,7 +52,7 @@ var Candidates = append([]Optimizer{
 	GN("SGN α=1 λ=0.1 lm", func() *fgn.GNConfig {
 		return fgn.SGN().LearningRate(1).Damping(0.1).DampingPolicy(fgn.LevenbergMarquardt())
 	}),
-}, append(append(ablations(), alternatives()...), adamGrid()...)...)
+}, append(ablations(), adamGrid()...)...)
 
 // ablations are the defaults with one choice undone: FGN and SGN with Levenberg-Marquardt damping
 // without its noise floor ("floor×0", LMDamping.NoiseFloor 0); FGN with λI damping ("λI",
@@ -89,18 +89,16 @@ func ablations() []Optimizer {
 		GN("FGN τ=1", func() *fgn.GNConfig { return fgn.FGN().GGNStepLength(false) }))
 }
 
-// alternatives are settings tried against the defaults that the defaults leave off: FGN stepping
-// along the exponential average of its steps ("β=0.9", Settings.Momentum 0.9), FGN with the
-// damping metric per entry ("per entry", Settings.ScaledDampingPerEntry), and FGN and SGN with
-// both.
-func alternatives() []Optimizer {
-	return []Optimizer{
-		GN("FGN β=0.9", func() *fgn.GNConfig { return fgn.FGN().Momentum(0.9) }),
-		GN("SGN β=0.9", func() *fgn.GNConfig { return fgn.SGN().Momentum(0.9) }),
-		GN("FGN per entry", func() *fgn.GNConfig { return fgn.FGN().ScaledDampingPerEntry(true) }),
-		GN("FGN β=0.9 per entry", func() *fgn.GNConfig { return fgn.FGN().Momentum(0.9).ScaledDampingPerEntry(true) }),
-		GN("SGN β=0.9 per entry", func() *fgn.GNConfig { return fgn.SGN().Momentum(0.9).ScaledDampingPerEntry(true) }),
-	}
+// Alternatives are settings tried against the defaults that the defaults leave off (the sweep's
+// -alternatives adds them to the candidates): FGN and SGN stepping along the exponential average
+// of their steps ("β=0.9", Settings.Momentum 0.9), FGN with the damping metric per entry ("per
+// entry", Settings.ScaledDampingPerEntry), and FGN and SGN with both.
+var Alternatives = []Optimizer{
+	GN("FGN β=0.9", func() *fgn.GNConfig { return fgn.FGN().Momentum(0.9) }),
+	GN("SGN β=0.9", func() *fgn.GNConfig { return fgn.SGN().Momentum(0.9) }),
+	GN("FGN per entry", func() *fgn.GNConfig { return fgn.FGN().ScaledDampingPerEntry(true) }),
+	GN("FGN β=0.9 per entry", func() *fgn.GNConfig { return fgn.FGN().Momentum(0.9).ScaledDampingPerEntry(true) }),
+	GN("SGN β=0.9 per entry", func() *fgn.GNConfig { return fgn.SGN().Momentum(0.9).ScaledDampingPerEntry(true) }),
 }
 
 // Grid returns FGN and SGN at every combination of step size α, initial damping λ, damping

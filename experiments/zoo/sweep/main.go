@@ -4,7 +4,7 @@
 // (held-out accuracy and cross-entropy, tuned Adam, telemetry, cost, time to accuracy, the runs
 // that went wrong) and the figure of held-out accuracy against training time.
 //
-//	GOEXPERIMENT=simd go run ./experiments/zoo/sweep [-out results/zoo] [-models cnn,transformer] [-optimizers 'FGN*,Adam*'] [-grid] [-seeds 1,2,3] [-epochs 0] [-resume]
+//	GOEXPERIMENT=simd go run ./experiments/zoo/sweep [-out results/zoo] [-models cnn,transformer] [-optimizers 'FGN*,Adam*'] [-grid] [-alternatives] [-seeds 1,2,3] [-epochs 0] [-resume]
 //	go run ./experiments/zoo/sweep -from a/runs.csv,b/runs.csv -out c   (summary and figures of finished sweeps)
 //
 // It writes runs.csv (rewritten after every run, so that an interrupted sweep keeps its finished
@@ -55,6 +55,8 @@ func run() error {
 	epochs := flag.Int("epochs", 0, "training epochs per run (0: each model's budget)")
 	from := flag.String("from", "", "summarise these finished runs tables (comma-separated runs.csv files) instead of training")
 	grid := flag.Bool("grid", false, "add zoo.DefaultGrid (FGN and SGN over α, λ, damping policy and CG cap) to the candidates")
+	alternatives := flag.Bool("alternatives", false, "add zoo.Alternatives (the settings the defaults leave off: "+
+		"momentum, the damping metric per entry) to the candidates")
 	resume := flag.Bool("resume", false, "keep the runs of the output directory's runs.csv (an interrupted sweep's) "+
 		"and train only those it lacks; its build and budget must be this sweep's")
 	flag.Parse()
@@ -75,6 +77,9 @@ func run() error {
 		candidates := zoo.Candidates
 		if *grid {
 			candidates = append(slices.Clone(candidates), zoo.DefaultGrid...)
+		}
+		if *alternatives {
+			candidates = append(slices.Clone(candidates), zoo.Alternatives...)
 		}
 		opts, err := zoo.SelectOptimizers(candidates, *optimizers)
 		if err != nil {

@@ -7,8 +7,6 @@ import (
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/gomlx/gomlx/ml/model/initializer"
-	"github.com/gomlx/gomlx/support/exceptions"
 )
 
 // Constants of the damping metric of Settings.ScaledDamping.
@@ -64,12 +62,8 @@ func (o *gnOptimizer) newDampingMetric(scope *model.Scope, g *Graph, vars []*mod
 	perEntry := o.c.s.ScaledDampingPerEntry
 	dm := &dampingMetric{vars: make([]*model.Variable, len(params)), meanSquares: make(Vec, len(params)),
 		scale: make(Vec, len(params)), perEntry: perEntry}
-	state := func(scopePath, name string, shape shapes.Shape) *model.Variable {
-		v := scope.Store().Scope(scopePath).WithInitializer(initializer.Zero).VariableWithShape(name, shape).SetTrainable(false)
-		if !v.Shape().Equal(shape) {
-			exceptions.Panicf("fgn: damping metric state %q is %s, the step needs %s", v.Path(), v.Shape(), shape)
-		}
-		return v
+	state := func(dir, name string, shape shapes.Shape) *model.Variable {
+		return stateVariable(scope.Store(), dir, name, shape, "damping metric state")
 	}
 	root := path.Join("/", o.c.scopeName)
 	dm.steps = state(root, "scaled_damping_steps", shapes.Make(dtypes.Float64))

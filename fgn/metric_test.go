@@ -4,9 +4,6 @@ import (
 	"math"
 	"testing"
 
-	. "github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/ml/model"
-
 	"github.com/fgn-paper/fgn/internal/ref"
 )
 
@@ -21,11 +18,7 @@ import (
 // step against β₂v_k + (1 − β₂)·mean((g + ∇R)_k²). The first step (no average yet) takes S = I.
 func TestScaledDampingMatchesDense(t *testing.T) {
 	const lambda = 0.3
-	random, saturated := denseStepProblems()
 	assemblies := dampedStepAssemblies(func(c *GNConfig) *GNConfig { return c.ScaledDamping(true).Damping(lambda) })
-	none := regCase{name: "no regulariser", apply: func(*Graph, *model.Variable, *model.Variable) {},
-		grad:    func(p *problem) []float64 { return make([]float64, (p.d+1)*p.c) },
-		hessian: func(p *problem) []float64 { return make([]float64, (p.d+1)*p.c) }}
 	l2 := regCases[1] // L2 on W and the bias
 	states := []struct {
 		name       string
@@ -37,11 +30,8 @@ func TestScaledDampingMatchesDense(t *testing.T) {
 		{"W gradients larger", [2]float64{2.5, 1e-3}, 7},
 	}
 	for _, st := range states {
-		for _, rc := range []regCase{none, l2} {
-			for _, pc := range []struct {
-				name string
-				p    *problem
-			}{{"random", random}, {"saturated", saturated}} {
+		for _, rc := range []regCase{noRegulariser, l2} {
+			for _, pc := range denseStepProblems() {
 				p := pc.p
 				e := newExplicitAffine(p)
 				gradR, hess := rc.grad(p), rc.hessian(p)
@@ -79,15 +69,7 @@ func TestScaledDampingMatchesDense(t *testing.T) {
 						got, _, _, tau := m.regularisedStep(t, as.opt.Done(), p, rc, as.lin)
 						check(t, "direction vs dense −(H + D + λS)⁻¹(g + ∇R)", ref.RelErr(got, want), 1e-8)
 						if !as.sgn {
-							var gd, dhd float64
-							for k := range got {
-								gd += got[k] * (e.grad.AtVec(k) + gradR[k])
-								dhd += got[k] * got[k] * (hess[k] + lambda*entryScale(k))
-								for l := range got {
-									dhd += got[k] * e.ggn.At(k, l) * got[l]
-								}
-							}
-							check(t, "step length τ vs −(g + ∇R)ᵀd/dᵀ(H_GGN + D + λS)d", math.Abs(tau-math.Min(-gd/dhd, 1)), 1e-10)
+							checkGGNStepLength(t, tau, got, e, gradR, func(k int) float64 { return hess[k] + lambda*entryScale(k) })
 						}
 						// The moving averages after the step.
 						var sq [2]float64
@@ -127,18 +109,11 @@ func TestScaledDampingMatchesDense(t *testing.T) {
 // β₂v_j + (1 − β₂)(g + ∇R)_j² per entry.
 func TestScaledDampingPerEntryMatchesDense(t *testing.T) {
 	const lambda, steps = 0.3, 5.0
-	random, saturated := denseStepProblems()
 	assemblies := dampedStepAssemblies(func(c *GNConfig) *GNConfig {
 		return c.ScaledDamping(true).ScaledDampingPerEntry(true).Damping(lambda)
 	})
-	none := regCase{name: "no regulariser", apply: func(*Graph, *model.Variable, *model.Variable) {},
-		grad:    func(p *problem) []float64 { return make([]float64, (p.d+1)*p.c) },
-		hessian: func(p *problem) []float64 { return make([]float64, (p.d+1)*p.c) }}
-	for _, rc := range []regCase{none, regCases[1]} {
-		for _, pc := range []struct {
-			name string
-			p    *problem
-		}{{"random", random}, {"saturated", saturated}} {
+	for _, rc := range []regCase{noRegulariser, regCases[1]} {
+		for _, pc := range denseStepProblems() {
 			p := pc.p
 			e := newExplicitAffine(p)
 			gradR, hess := rc.grad(p), rc.hessian(p)
@@ -177,15 +152,7 @@ func TestScaledDampingPerEntryMatchesDense(t *testing.T) {
 					got, _, _, tau := m.regularisedStep(t, as.opt.Done(), p, rc, as.lin)
 					check(t, "direction vs dense −(H + D + λS)⁻¹(g + ∇R)", ref.RelErr(got, want), 1e-8)
 					if !as.sgn {
-						var gd, dhd float64
-						for k := range got {
-							gd += got[k] * (e.grad.AtVec(k) + gradR[k])
-							dhd += got[k] * got[k] * (hess[k] + lambda*s[k])
-							for l := range got {
-								dhd += got[k] * e.ggn.At(k, l) * got[l]
-							}
-						}
-						check(t, "step length τ vs −(g + ∇R)ᵀd/dᵀ(H_GGN + D + λS)d", math.Abs(tau-math.Min(-gd/dhd, 1)), 1e-10)
+						checkGGNStepLength(t, tau, got, e, gradR, func(k int) float64 { return hess[k] + lambda*s[k] })
 					}
 					after := append(flat64(m.store.GetVariable("/"+scopeName+"/classifier/W_entry_mean_square").MustValue()),
 						flat64(m.store.GetVariable("/"+scopeName+"/classifier/bias_entry_mean_square").MustValue())...)
@@ -199,4 +166,19 @@ func TestScaledDampingPerEntryMatchesDense(t *testing.T) {
 			}
 		}
 	}
+}
+
+// checkGGNStepLength checks FGN's step length τ along its direction d against the dense
+// −(g + ∇R)ᵀd/dᵀ(H_GGN + diag(damping))d, clipped at 1, to 1e-10.
+func checkGGNStepLength(t *testing.T, tau float64, d []float64, e *explicitAffine, gradR []float64, damping func(k int) float64) {
+	t.Helper()
+	var gd, dhd float64
+	for k := range d {
+		gd += d[k] * (e.grad.AtVec(k) + gradR[k])
+		dhd += d[k] * d[k] * damping(k)
+		for l := range d {
+			dhd += d[k] * e.ggn.At(k, l) * d[l]
+		}
+	}
+	check(t, "step length τ vs −(g + ∇R)ᵀd/dᵀ(H_GGN + D + λS)d", math.Abs(tau-math.Min(-gd/dhd, 1)), 1e-10)
 }

@@ -7,8 +7,6 @@ import (
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/gomlx/gomlx/ml/model/initializer"
-	"github.com/gomlx/gomlx/support/exceptions"
 )
 
 // stepAverage is the state of Settings.Momentum: an optimizer with β > 0 steps along the
@@ -34,12 +32,8 @@ type stepAverage struct {
 // created at zero on first use.
 func (o *gnOptimizer) newStepAverage(scope *model.Scope, g *Graph, vars []*model.Variable, params Vec) *stepAverage {
 	a := &stepAverage{beta: o.c.s.Momentum, vars: make([]*model.Variable, len(params)), prev: make(Vec, len(params))}
-	state := func(scopePath, name string, shape shapes.Shape) *model.Variable {
-		v := scope.Store().Scope(scopePath).WithInitializer(initializer.Zero).VariableWithShape(name, shape).SetTrainable(false)
-		if !v.Shape().Equal(shape) {
-			exceptions.Panicf("fgn: momentum state %q is %s, the step needs %s", v.Path(), v.Shape(), shape)
-		}
-		return v
+	state := func(dir, name string, shape shapes.Shape) *model.Variable {
+		return stateVariable(scope.Store(), dir, name, shape, "momentum state")
 	}
 	root := path.Join("/", o.c.scopeName)
 	a.count = state(root, "momentum_steps", shapes.Make(dtypes.Float64))

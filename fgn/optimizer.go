@@ -443,6 +443,17 @@ func (o *gnOptimizer) SkippedSteps(store *model.Store) int64 {
 	return tensors.ToScalar[int64](v.MustValue())
 }
 
+// stateVariable returns the optimizer's non-trainable state variable name under the store scope
+// dir, created as zeros of shape on first use; it panics, naming it as what, when a variable of
+// that name has another shape (a checkpoint of another model or setting).
+func stateVariable(store *model.Store, dir, name string, shape shapes.Shape, what string) *model.Variable {
+	v := store.Scope(dir).WithInitializer(initializer.Zero).VariableWithShape(name, shape).SetTrainable(false)
+	if !v.Shape().Equal(shape) {
+		exceptions.Panicf("fgn: %s %q is %s, the step needs %s", what, v.Path(), v.Shape(), shape)
+	}
+	return v
+}
+
 // warmStartState returns the (non-trainable) warm-start variables, created as zeros on first use,
 // and their current values.
 func (o *gnOptimizer) warmStartState(scope *model.Scope, g *Graph, vars []*model.Variable,

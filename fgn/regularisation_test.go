@@ -187,18 +187,29 @@ func (m *optModel) regularisedStep(t *testing.T, opt Optimizer, p *problem, rc r
 	return d, predicted, actual, tau
 }
 
+// denseProblem is a named batch of the dense damped-step tests.
+type denseProblem struct {
+	name string
+	p    *problem
+}
+
 // denseStepProblems returns the batches of the dense damped-step tests: a random one, and the same
 // with every other row saturated (features ×1e4: FGN's gradient start).
-func denseStepProblems() (random, saturated *problem) {
-	random = newProblem(51, 7, 5, 4, 0, 1)
-	saturated = newProblem(51, 7, 5, 4, 0, 1)
+func denseStepProblems() []denseProblem {
+	random := newProblem(51, 7, 5, 4, 0, 1)
+	saturated := newProblem(51, 7, 5, 4, 0, 1)
 	for i := 0; i < saturated.b; i += 2 {
 		for k := range saturated.h[i] {
 			saturated.h[i][k] *= 1e4
 		}
 	}
-	return random, saturated
+	return []denseProblem{{"random", random}, {"saturated", saturated}}
 }
+
+// noRegulariser is the regCase of a loss without regularisation terms.
+var noRegulariser = regCase{name: "no regulariser", apply: func(*Graph, *model.Variable, *model.Variable) {},
+	grad:    func(p *problem) []float64 { return make([]float64, (p.d+1)*p.c) },
+	hessian: func(p *problem) []float64 { return make([]float64, (p.d+1)*p.c) }}
 
 // stepAssembly is one way of building a damped step on an affine head: an optimizer configuration
 // and the linearisation the model records (nil: the optimizer recognises the head).
@@ -261,13 +272,9 @@ func denseDampedStep(t *testing.T, curvature *mat.SymDense, damping func(k int) 
 // evaluated on the host.
 func TestRegularizedStepMatchesDense(t *testing.T) {
 	const lambda = 0.3
-	random, saturated := denseStepProblems()
 	assemblies := dampedStepAssemblies(func(c *GNConfig) *GNConfig { return c.Damping(lambda) })
 	for _, rc := range regCases {
-		for _, pc := range []struct {
-			name string
-			p    *problem
-		}{{"random", random}, {"saturated", saturated}} {
+		for _, pc := range denseStepProblems() {
 			p := pc.p
 			e := newExplicitAffine(p)
 			gradR, hess := rc.grad(p), rc.hessian(p)
@@ -284,7 +291,8 @@ func TestRegularizedStepMatchesDense(t *testing.T) {
 				})
 			}
 		}
-		p, e := random, newExplicitAffine(random)
+		p := denseStepProblems()[0].p // the random batch
+		e := newExplicitAffine(p)
 		gradR, hess := rc.grad(p), rc.hessian(p)
 		t.Run(rc.name+"/Levenberg-Marquardt telemetry", func(t *testing.T) {
 			const alpha = 0.7

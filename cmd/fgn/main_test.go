@@ -50,6 +50,9 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"train", "--method", "adam", "--cg-stop-at-noise"}, "--cg-stop-at-noise does not apply: it sets SGN and FGN"},
 		{[]string{"train", "--method", "adam,sgn", "--ggn-step-length"}, "--ggn-step-length does not apply: it sets FGN's step"},
 		{[]string{"train", "--method", "adam", "--scaled-damping"}, "--scaled-damping does not apply: it sets SGN and FGN"},
+		{[]string{"train", "--method", "adam", "--momentum", "0.9"}, "--momentum does not apply: it sets SGN and FGN"},
+		{[]string{"train", "--scaled-damping-per-entry"}, "--scaled-damping-per-entry does not apply: it sets --scaled-damping's metric"},
+		{[]string{"train", "--momentum", "1", "--examples", "64", "--dim", "2", "--batch", "8"}, "momentum β must be in [0, 1), got 1"},
 		{[]string{"train", "--method", "fgn", "--cg-stop-at-noise"}, "--cg-stop-at-noise does not apply: FGN's CG stops at the gradient's noise only on --cg-stopping-rule parameter"},
 		{[]string{"train", "--damping-policy", "lm", "--damping", "1e7", "--examples", "64", "--dim", "2", "--batch", "8"},
 			"outside the Levenberg-Marquardt bounds"},
@@ -81,7 +84,8 @@ func TestTrainWritesTraces(t *testing.T) {
 	}{
 		{"constant", "false", "whitened-row", nil},
 		{"lm", "true", "parameter", []string{"--cg-stopping-rule", "parameter", "--cg-stop-at-noise", "--ggn-step-length",
-			"--scaled-damping", "--noise-floor", "0.5", "--floor-exponent", "2", "--whole-variance=false", "--noise-average", "0.5"}},
+			"--scaled-damping", "--noise-floor", "0.5", "--floor-exponent", "2", "--whole-variance=false", "--noise-average", "0.5",
+			"--scaled-damping-per-entry", "--momentum", "0.9"}},
 	} {
 		damping := tc.damping
 		out := t.TempDir()
@@ -102,10 +106,14 @@ func TestTrainWritesTraces(t *testing.T) {
 			if got, ok := tab.Lookup("damping_policy"); m == "fgn" && got != damping || m == "adam" && ok {
 				t.Errorf("%s trace with --damping-policy %s: damping_policy comment %q", m, damping, got)
 			}
-			for _, key := range []string{"cg_stop_at_noise", "ggn_step_length", "scaled_damping"} {
+			for _, key := range []string{"cg_stop_at_noise", "ggn_step_length", "scaled_damping", "scaled_damping_per_entry"} {
 				if got, ok := tab.Lookup(key); m == "fgn" && got != tc.steering || m == "adam" && ok {
 					t.Errorf("%s trace with %q: %s comment %q, want %q", m, tc.flags, key, got, tc.steering)
 				}
+			}
+			wantMomentum := map[string]string{"constant": "0", "lm": "0.9"}[damping]
+			if got, ok := tab.Lookup("momentum"); m == "fgn" && got != wantMomentum || m == "adam" && ok {
+				t.Errorf("%s trace with %q: momentum comment %q, want %q", m, tc.flags, got, wantMomentum)
 			}
 			// The Levenberg-Marquardt floor's settings, as the flags set them, in an lm trace only.
 			for key, want := range map[string]string{"noise_floor": "0.5", "floor_exponent": "2", "whole_variance": "false",

@@ -133,6 +133,12 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err := trainFlagsApply(c, ms, *dataDir, files, *evalX != "", cgStoppingRule); err != nil {
 		return err
 	}
+	if !*scaledDamping {
+		if err := c.notApplicable("it sets --scaled-damping's metric, and --scaled-damping is off",
+			"scaled-damping-per-entry"); err != nil {
+			return err
+		}
+	}
 	policy := *dampingPolicy
 	if lm, ok := policy.(fgn.LMDamping); ok {
 		lm.NoiseFloor, lm.FloorExponent, lm.WholeVariance, lm.NoiseAverage = *noiseFloor, *floorExponent, *wholeVariance, *noiseAverage
@@ -349,7 +355,7 @@ func trainFlagsApply(c *command, ms []method.Method, dataDir string, files, eval
 	gn := slices.ContainsFunc(ms, func(m method.Method) bool { return m != method.Adam })
 	if !gn {
 		gnFlags := append([]string{"damping", "damping-policy", "cg-max-iterations", "cg-tolerance", "cg-stopping-rule",
-			"cg-stop-at-noise", "ggn-step-length", "scaled-damping"}, lmFloorFlags...)
+			"cg-stop-at-noise", "ggn-step-length", "scaled-damping", "scaled-damping-per-entry", "momentum"}, lmFloorFlags...)
 		if err := c.notApplicable("it sets SGN and FGN, and --method has neither", gnFlags...); err != nil {
 			return err
 		}

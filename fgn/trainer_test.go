@@ -106,7 +106,8 @@ func (d repeatBatch) Iter() iter.Seq2[train.Batch, error] {
 }
 
 // TestCheckpointRestore checks that the optimizers' state (warm starts, global step,
-// Levenberg-Marquardt damping) lives in variables that a GoMLX checkpoint restores:
+// Levenberg-Marquardt damping and its noise averages, the damping metric's averages, the
+// momentum's average of the steps) lives in variables that a GoMLX checkpoint restores:
 // training 3 steps with train.Loop (and its progress bar), saving, restoring into a fresh store
 // and training one more step gives bit-identical variables to 4 uninterrupted steps.
 func TestCheckpointRestore(t *testing.T) {
@@ -131,6 +132,13 @@ func TestCheckpointRestore(t *testing.T) {
 		{"SGN mlp LM (warm start)", func() Optimizer {
 			return SGN().WarmStart(true).LearningRate(1.5).Damping(lmStart).DampingPolicy(LevenbergMarquardt()).Done()
 		}, true, []string{"/classifier/W1", "/SGNOptimizer/damping", "/SGNOptimizer/classifier/W1_warm_start"}},
+		{"SGN mlp momentum, metric per entry", func() Optimizer {
+			return SGN().Momentum(0.9).ScaledDampingPerEntry(true).Done()
+		}, true, []string{"/classifier/W1", "/SGNOptimizer/classifier/W1_momentum", "/SGNOptimizer/momentum_steps",
+			"/SGNOptimizer/classifier/W1_entry_mean_square"}},
+		{"FGN affine momentum, metric per entry", func() Optimizer {
+			return FGN().Momentum(0.9).ScaledDampingPerEntry(true).Done()
+		}, false, []string{"/classifier/W", "/FGNOptimizer/classifier/W_momentum", "/FGNOptimizer/classifier/bias_entry_mean_square"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The model creates its variables from the problem's values, or loads them from the

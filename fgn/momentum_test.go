@@ -83,7 +83,7 @@ func TestMomentumAveragesSteps(t *testing.T) {
 				}
 				if adaptive {
 					check(t, "predicted decrease vs the dense GGN model of s_t",
-						math.Abs(predicted-ggnModelDecrease(p, before, want))/math.Abs(predicted), 1e-10)
+						math.Abs(predicted-ggnModelDecrease(p, before, want, nil))/math.Abs(predicted), 1e-10)
 				}
 			}
 			if !adaptive {
@@ -104,9 +104,47 @@ func TestMomentumAveragesSteps(t *testing.T) {
 	}
 }
 
-// ggnModelDecrease returns −(gᵀs + ½ sᵀH_GGN s) for the affine head of p at the parameters w
-// (W row-major, then the bias), from the dense reference explicitAffine.
-func ggnModelDecrease(p *problem, w, s []float64) float64 {
+// TestMomentumRegularised checks Settings.Momentum on a regularised loss (GoMLX's L2 on W and
+// the bias, through the Trainer's total loss): over three Levenberg-Marquardt steps of FGN and
+// SGN the parameters move by α m_t/(1 − βᵗ) of the reported directions and lengths, to 1e-12,
+// and the predicted decrease is the dense model of the regularised loss at the step's start,
+// −((g + ∇R)ᵀs + ½ sᵀ(H_GGN + D)s), to 1e-10.
+func TestMomentumRegularised(t *testing.T) {
+	const (
+		alpha = 0.7
+		beta  = 0.9
+	)
+	p := newProblem(31, 12, 5, 4, 0, 1)
+	rc := regCases[1] // L2 on W and the bias
+	for _, tc := range []struct {
+		name string
+		opt  *GNConfig
+	}{{"FGN", FGN()}, {"SGN", SGN()}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newOptModel(p, false, false)
+			opt := tc.opt.LearningRate(alpha).Momentum(beta).Done()
+			avg := make([]float64, len(m.flatParams()))
+			for step := 1; step <= 3; step++ {
+				before := m.flatParams()
+				d, predicted, _, tau := m.regularisedStep(t, opt, p, rc, func(a *AffineHead) Linearization { return a })
+				corr := 1 - math.Pow(beta, float64(step))
+				want := make([]float64, len(d))
+				for k := range d {
+					avg[k] = beta*avg[k] + (1-beta)*tau*d[k]
+					want[k] = alpha * avg[k] / corr
+				}
+				check(t, "parameters' change vs α m_t/(1 − βᵗ)", ref.RelErr(sub(m.flatParams(), before), want), 1e-12)
+				check(t, "predicted decrease vs the dense regularised GGN model of s_t",
+					math.Abs(predicted-ggnModelDecrease(p, before, want, &rc))/math.Abs(predicted), 1e-10)
+			}
+		})
+	}
+}
+
+// ggnModelDecrease returns −((g + ∇R)ᵀs + ½ sᵀ(H_GGN + D)s) for the affine head of p at the
+// parameters w (W row-major, then the bias), from the dense reference explicitAffine, with the
+// regulariser rc's gradient ∇R and Hessian diagonal D at w (rc nil for none).
+func ggnModelDecrease(p *problem, w, s []float64, rc *regCase) float64 {
 	at := *p
 	at.w = make([][]float64, p.d)
 	for k := range p.d {
@@ -115,5 +153,12 @@ func ggnModelDecrease(p *problem, w, s []float64) float64 {
 	at.bias = w[p.d*p.c:]
 	e := newExplicitAffine(&at)
 	sv := mat.NewVecDense(len(s), s)
-	return -(mat.Dot(e.grad, sv) + 0.5*mat.Inner(sv, e.ggn, sv))
+	decrease := -(mat.Dot(e.grad, sv) + 0.5*mat.Inner(sv, e.ggn, sv))
+	if rc != nil {
+		gradR, hess := rc.grad(&at), rc.hessian(&at)
+		for k := range s {
+			decrease -= gradR[k]*s[k] + 0.5*hess[k]*s[k]*s[k]
+		}
+	}
+	return decrease
 }

@@ -61,7 +61,7 @@ func TestMomentumAveragesSteps(t *testing.T) {
 				return mt, flat64(m.store.GetVariable("/" + tc.scope + "/momentum_steps").MustValue())[0]
 			}
 			adaptive := tc.opt().damping.Adaptive()
-			avg := make([]float64, len(m.flatParams()))
+			avg := &hostAverage{alpha: alpha, beta: beta}
 			for step := 1; step <= 3; step++ {
 				before := m.flatParams()
 				out := exec.MustCall(p.h, p.labels)
@@ -69,15 +69,10 @@ func TestMomentumAveragesSteps(t *testing.T) {
 				if !tensors.ToScalar[bool](out[3]) {
 					t.Fatalf("step %d was not taken", step)
 				}
-				corr := 1 - math.Pow(beta, float64(step))
-				want := make([]float64, len(d))
-				for k := range d {
-					avg[k] = beta*avg[k] + (1-beta)*tau*d[k]
-					want[k] = alpha * avg[k] / corr
-				}
+				want := avg.add(d, tau)
 				check(t, "parameters' change vs α m_t/(1 − βᵗ)", ref.RelErr(sub(m.flatParams(), before), want), 1e-12)
 				mt, steps := state()
-				check(t, "state m_t", ref.RelErr(mt, avg), 1e-12)
+				check(t, "state m_t", ref.RelErr(mt, avg.m), 1e-12)
 				if steps != float64(step) {
 					t.Errorf("momentum_steps = %g after %d steps", steps, step)
 				}
@@ -123,22 +118,41 @@ func TestMomentumRegularised(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newOptModel(p, false, false)
 			opt := tc.opt.LearningRate(alpha).Momentum(beta).Done()
-			avg := make([]float64, len(m.flatParams()))
-			for step := 1; step <= 3; step++ {
+			avg := &hostAverage{alpha: alpha, beta: beta}
+			for range 3 {
 				before := m.flatParams()
 				d, predicted, _, tau := m.regularisedStep(t, opt, p, rc, func(a *AffineHead) Linearization { return a })
-				corr := 1 - math.Pow(beta, float64(step))
-				want := make([]float64, len(d))
-				for k := range d {
-					avg[k] = beta*avg[k] + (1-beta)*tau*d[k]
-					want[k] = alpha * avg[k] / corr
-				}
+				want := avg.add(d, tau)
 				check(t, "parameters' change vs α m_t/(1 − βᵗ)", ref.RelErr(sub(m.flatParams(), before), want), 1e-12)
 				check(t, "predicted decrease vs the dense regularised GGN model of s_t",
 					math.Abs(predicted-ggnModelDecrease(p, before, want, &rc))/math.Abs(predicted), 1e-10)
 			}
 		})
 	}
+}
+
+// hostAverage is Settings.Momentum's average of the steps formed on the host, the tests'
+// reference: m_t and t.
+type hostAverage struct {
+	alpha, beta float64
+	m           []float64
+	t           int
+}
+
+// add folds in a step's direction d and length tau, m_t = β m_{t−1} + (1 − β) τ d, and returns
+// the step s_t = α m_t/(1 − βᵗ).
+func (h *hostAverage) add(d []float64, tau float64) []float64 {
+	if h.m == nil {
+		h.m = make([]float64, len(d))
+	}
+	h.t++
+	corr := 1 - math.Pow(h.beta, float64(h.t))
+	s := make([]float64, len(d))
+	for k := range d {
+		h.m[k] = h.beta*h.m[k] + (1-h.beta)*tau*d[k]
+		s[k] = h.alpha * h.m[k] / corr
+	}
+	return s
 }
 
 // ggnModelDecrease returns −((g + ∇R)ᵀs + ½ sᵀ(H_GGN + D)s) for the affine head of p at the

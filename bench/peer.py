@@ -351,6 +351,9 @@ def cpu_model():
     model = re.search(r"model name\s*:\s*(.*)", info).group(1)
     flags = re.search(r"flags\s*:\s*(.*)", info).group(1).split()
     isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
+    vector = sorted(f for f in flags if f == "avx2" or f.startswith("avx512"))
+    if vector:
+        isa += ": " + " ".join(vector)
     kernels = ""
     if AVX2:
         kernels = (", run on AVX2 kernels (Go: " + " ".join(f"{k}={v}" for k, v in GO_AVX2_ENV.items()) +

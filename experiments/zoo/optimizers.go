@@ -92,13 +92,25 @@ func ablations() []Optimizer {
 // Alternatives are settings tried against the defaults that the defaults leave off (the sweep's
 // -alternatives adds them to the candidates): FGN and SGN stepping along the exponential average
 // of their steps ("β=0.9", Settings.Momentum 0.9), FGN with the damping metric per entry ("per
-// entry", Settings.ScaledDampingPerEntry), and FGN and SGN with both.
+// entry", Settings.ScaledDampingPerEntry), FGN and SGN with both, and the noise floor's scale κ
+// (LMDamping.NoiseFloor) below and above the defaults' 1 ("κ=0.5").
 var Alternatives = []Optimizer{
 	GN("FGN β=0.9", func() *fgn.GNConfig { return fgn.FGN().Momentum(0.9) }),
 	GN("SGN β=0.9", func() *fgn.GNConfig { return fgn.SGN().Momentum(0.9) }),
 	GN("FGN per entry", func() *fgn.GNConfig { return fgn.FGN().ScaledDampingPerEntry(true) }),
 	GN("FGN β=0.9 per entry", func() *fgn.GNConfig { return fgn.FGN().Momentum(0.9).ScaledDampingPerEntry(true) }),
 	GN("SGN β=0.9 per entry", func() *fgn.GNConfig { return fgn.SGN().Momentum(0.9).ScaledDampingPerEntry(true) }),
+	GN("FGN κ=0.25", func() *fgn.GNConfig { return fgn.FGN().DampingPolicy(noiseFloor(0.25)) }),
+	GN("FGN κ=0.5", func() *fgn.GNConfig { return fgn.FGN().DampingPolicy(noiseFloor(0.5)) }),
+	GN("SGN κ=0.5", func() *fgn.GNConfig { return fgn.SGN().DampingPolicy(noiseFloor(0.5)) }),
+	GN("FGN κ=2", func() *fgn.GNConfig { return fgn.FGN().DampingPolicy(noiseFloor(2)) }),
+}
+
+// noiseFloor returns fgn.LevenbergMarquardt() with the noise floor's scale κ.
+func noiseFloor(kappa float64) fgn.LMDamping {
+	p := fgn.LevenbergMarquardt()
+	p.NoiseFloor = kappa
+	return p
 }
 
 // Grid returns FGN and SGN at every combination of step size α, initial damping λ, damping

@@ -56,7 +56,7 @@ func run() error {
 	from := flag.String("from", "", "summarise these finished runs tables (comma-separated runs.csv files) instead of training")
 	grid := flag.Bool("grid", false, "add zoo.DefaultGrid (FGN and SGN over α, λ, damping policy and CG cap) to the candidates")
 	alternatives := flag.Bool("alternatives", false, "add zoo.Alternatives (the settings the defaults leave off: "+
-		"momentum, the damping metric per entry) to the candidates")
+		"momentum, the damping metric per entry, the noise floor's scale) to the candidates")
 	resume := flag.Bool("resume", false, "keep the runs of the output directory's runs.csv (an interrupted sweep's) "+
 		"and train only those it lacks; its build and budget must be this sweep's")
 	flag.Parse()

@@ -12,13 +12,14 @@ import (
 // LowerConvolutions returns outputs computed with every convolution they depend on (ConvGeneral,
 // what layers.Convolution and graph.Convolve build) that has at least 8 output channels per group
 // (minLoweredChannels) as one matrix product of the input's patches and the kernel (im2col), on
-// the pure-Go backend, whose packed matrix kernel runs the product many times faster than its
-// direct convolution; on any other backend it returns outputs as they are. A model opts in by
-// returning LowerConvolutions(logits)[0]: the values are GoMLX's convolutions' to rounding,
-// GoMLX's reverse mode differentiates the lowered graph (slices, concatenations and a product),
-// and Linearize's products and Linearization.At follow it. The patches take the kernel's spatial
-// size times the input's memory. Linearize lowers the convolutions of its own products, and At
-// those of the outputs it evaluates, whether or not the model opts in (lowerConvolutions).
+// the pure-Go backend, whose packed matrix kernel runs the product faster than its direct
+// convolution runs most such layers (BENCHMARKS.md measures both); on any other backend it
+// returns outputs as they are. A model opts in by returning LowerConvolutions(logits)[0]: the
+// values are GoMLX's convolutions' to rounding, GoMLX's reverse mode differentiates the lowered
+// graph (slices, concatenations and a product), and Linearize's products and Linearization.At
+// follow it. The patches take the kernel's spatial size times the input's memory. Linearize
+// lowers the convolutions of its own products, and At those of the outputs it evaluates, whether
+// or not the model opts in (lowerConvolutions).
 func LowerConvolutions(outputs ...*Node) []*Node {
 	return lower(outputs, nil, lowering{differentiable: true, minChannels: minLoweredChannels})
 }

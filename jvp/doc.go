@@ -97,7 +97,7 @@
 // Linearize builds its two products once, from placeholder inputs, and applies them by cloning
 // the nodes that depend on those inputs. Before the first application, each product goes through
 // the package's passes, rewrites that keep its values and move work out of the clones. On the
-// pure-Go backend, whose direct convolution is many times slower than its matrix product, the
+// pure-Go backend, whose direct convolution is slower than its matrix product on most layers, the
 // convolution pass (convlower.go) computes each convolution with enough output channels per
 // group to pay for it as one matrix product of its input's patches and its kernel (im2col), the
 // patches of an input that does not depend on the map's inputs formed once; other backends keep

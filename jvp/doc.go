@@ -103,7 +103,8 @@
 // patches of an input that does not depend on the map's inputs formed once; other backends keep
 // their convolutions. Then relayout (relayout.go) lays
 // out the operands of matrix products once, as the pure-Go backend's DotGeneral multiplies them
-// without copying; other backends compute the same values from the rewritten graph.
+// without copying, and small products' invariant operands as its small SIMD kernels multiply
+// them fastest; other backends compute the same values from the rewritten graph.
 // LowerConvolutions offers the convolution pass to a model's own forward pass, and At lowers the
 // convolutions of the outputs it evaluates.
 //

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/gobackend"
 	. "github.com/gomlx/gomlx/core/graph"
 )
 
@@ -12,7 +13,7 @@ import (
 // outs rebuilt with the operands of their matrix products laid out once for every application of
 // a linearMap, which clones the nodes between in and outs per application (a CG iteration of an
 // optimizer applies a JVP and a VJP): the nodes that do not depend on in are computed once,
-// whatever the number of clones, and what is transposed among them is transposed once. Three
+// whatever the number of clones, and what is transposed among them is transposed once. Four
 // rewrites, each exact algebra (the outputs keep their shapes and axis order; a sum over
 // contracted axes may run in another order, so values agree to rounding):
 //
@@ -30,6 +31,11 @@ import (
 //     transposing x (or dZ) for dW each time: it is rebuilt from its parts (denseVJPPart),
 //     products laid out by rewrite 2, so that a clone computes only the parts it uses, and xᵀ
 //     once.
+//  4. A small product (smallProduct) of a varying lhs already in the backend's layout and an
+//     invariant rhs, on the pure-Go backend's SIMD kernels (smallKernels), has the rhs laid out,
+//     outside every clone, in whichever of the backend's two rhs layouts its small kernels run
+//     faster at the product's sizes (smallRHSContractingFirst), whether or not it already was
+//     in the other.
 //
 // The pure-Go backend (compute v0.1.14, dot.LayoutForDotGeneral) multiplies without copying an
 // operand only when both have the batch axes first and in the same order, and the contracting
@@ -38,9 +44,13 @@ import (
 // cross…, contracting…] or [batch…, contracting…, cross…]); otherwise each execution transposes
 // each operand not already in [batch…, cross…, contracting…] into it. After rewrite 2, u is in
 // that layout, so v alone may be copied per product, and not at all when v's axes allow: the VJP
-// of z = h·W becomes hᵀm with hᵀ formed once, the product a hand-written affine head forms. The
-// rewritten graph computes the same values on any backend; one that lays out its operands itself
-// (XLA) merely gets them already laid out.
+// of z = h·W becomes hᵀm with hᵀ formed once, the product a hand-written affine head forms.
+// Below 2²² multiply-adds the backend's SIMD build multiplies on small kernels instead of its
+// packed one, and these run a product with the rhs as [batch…, contracting…, cross…] (a row of
+// 64 outputs per tile) or as [batch…, cross…, contracting…] (a 4×4 tile of dot products) at
+// speeds several times apart, the faster depending on the sizes (BENCHMARKS.md measures both):
+// rewrite 4 chooses. The rewritten graph computes the same values on any backend; one that lays
+// out its operands itself (XLA) merely gets them already laid out.
 func relayout(outs, in []*Node) []*Node {
 	s := newWalk(outs, in)
 	varying := make(map[*Node]bool, len(s.nodes)+len(in))
@@ -67,7 +77,7 @@ func relayout(outs, in []*Node) []*Node {
 		}
 	}
 	r := &relayouter{varying: varying, value: make(map[*Node]*Node), laidOut: make(map[string]*Node),
-		dz: make(map[*Node]*Node)}
+		dz: make(map[*Node]*Node), smallKernels: len(outs) > 0 && smallKernels(outs[0].Graph())}
 	for _, n := range s.nodes {
 		in := make([]*Node, len(n.Inputs()))
 		changed := false
@@ -82,8 +92,7 @@ func relayout(outs, in []*Node) []*Node {
 			a := dotGeneralAxes(dot)
 			lhs, rhs := r.get(dot.Inputs()[0]), r.get(dot.Inputs()[1])
 			r.value[n] = r.dot(rhs, lhs, a.swap(), varying[dot.Inputs()[1]], varying[dot.Inputs()[0]])
-		case n.Type() == NodeTypeDotGeneral &&
-			dotGeneralAxes(n).layOut(in[0].Rank(), in[1].Rank(), varying[n.Inputs()[0]], varying[n.Inputs()[1]]):
+		case n.Type() == NodeTypeDotGeneral && r.laysOut(in[0], in[1], dotGeneralAxes(n), varying[n.Inputs()[0]], varying[n.Inputs()[1]]):
 			r.value[n] = r.dot(in[0], in[1], dotGeneralAxes(n), varying[n.Inputs()[0]], varying[n.Inputs()[1]])
 		case n.Type() == NodeTypeFusedDenseVJP && denseVJPDecomposes(n):
 			r.dz[n] = nil // built part by part, as its SplitNodes ask
@@ -102,10 +111,11 @@ func relayout(outs, in []*Node) []*Node {
 
 // relayouter holds relayout's rewritten nodes.
 type relayouter struct {
-	varying map[*Node]bool   // the nodes that depend on the map's inputs
-	value   map[*Node]*Node  // rewritten node of each node that changed
-	laidOut map[string]*Node // transposed invariant operands, by node id and permutation
-	dz      map[*Node]*Node  // decomposed FusedDenseVJP nodes: their dZ once built
+	varying      map[*Node]bool   // the nodes that depend on the map's inputs
+	value        map[*Node]*Node  // rewritten node of each node that changed
+	laidOut      map[string]*Node // transposed invariant operands, by node id and permutation
+	dz           map[*Node]*Node  // decomposed FusedDenseVJP nodes: their dZ once built
+	smallKernels bool             // rewrite 4 applies: the graph runs on the pure-Go backend's SIMD kernels
 }
 
 func (r *relayouter) decomposed(n *Node) bool {
@@ -166,29 +176,58 @@ func (r *relayouter) get(x *Node) *Node {
 	return x
 }
 
+// laysOut reports whether rewrite 2 or 4 of relayout applies to the product of lhs and rhs with
+// axes a (lhsVaries, rhsVaries tell which depend on the map's inputs).
+func (r *relayouter) laysOut(lhs, rhs *Node, a dotAxes, lhsVaries, rhsVaries bool) bool {
+	_, small := r.smallRHS(lhs, rhs, a, lhsVaries, rhsVaries)
+	return small || a.layOut(lhs.Rank(), rhs.Rank(), lhsVaries, rhsVaries)
+}
+
+// smallRHS returns the axes of the product of lhs and rhs with axes a with its contracting pairs
+// ordered to follow lhs's axes, and whether rewrite 4 of relayout applies: the graph runs on the
+// small kernels, lhs alone varies and is then in the backend's layout, and the product is small.
+func (r *relayouter) smallRHS(lhs, rhs *Node, a dotAxes, lhsVaries, rhsVaries bool) (dotAxes, bool) {
+	if !r.smallKernels || !lhsVaries || rhsVaries || len(a.lhsContracting) == 0 {
+		return a, false
+	}
+	a.lhsContracting, a.rhsContracting = orderPairs(a.lhsContracting, a.rhsContracting, a.lhsBatch, lhs.Rank(), false)
+	nb, nc := len(a.lhsBatch), len(a.lhsContracting)
+	inLayout := slices.Equal(a.lhsBatch, axisRange(0, nb)) && slices.Equal(a.lhsContracting, axisRange(lhs.Rank()-nc, nc))
+	return a, inLayout && smallProduct(a.sizes(lhs, rhs))
+}
+
 // dot builds the product of lhs and rhs with axes a, the invariant one of them (lhsVaries,
-// rhsVaries tell which depend on the map's inputs) transposed to [batch…, cross…, contracting…]
-// when rewrite 2 of relayout applies.
+// rhsVaries tell which depend on the map's inputs) laid out by rewrite 4 of relayout where it
+// applies, else transposed to [batch…, cross…, contracting…] where rewrite 2 applies.
 func (r *relayouter) dot(lhs, rhs *Node, a dotAxes, lhsVaries, rhsVaries bool) *Node {
-	if a.layOut(lhs.Rank(), rhs.Rank(), lhsVaries, rhsVaries) {
+	if small, ok := r.smallRHS(lhs, rhs, a, lhsVaries, rhsVaries); ok {
+		a = small
+		_, _, m, k := a.sizes(lhs, rhs)
+		rhs, a.rhsContracting, a.rhsBatch = r.laidOutAs(rhs, a.rhsContracting, a.rhsBatch, smallRHSContractingFirst(m, k))
+	} else if a.layOut(lhs.Rank(), rhs.Rank(), lhsVaries, rhsVaries) {
 		if lhsVaries {
 			a.lhsContracting, a.rhsContracting = orderPairs(a.lhsContracting, a.rhsContracting, a.lhsBatch, lhs.Rank(), false)
-			rhs, a.rhsContracting, a.rhsBatch = r.transposed(rhs, a.rhsContracting, a.rhsBatch)
+			rhs, a.rhsContracting, a.rhsBatch = r.laidOutAs(rhs, a.rhsContracting, a.rhsBatch, false)
 		} else {
 			a.rhsContracting, a.lhsContracting = orderPairs(a.rhsContracting, a.lhsContracting, a.rhsBatch, rhs.Rank(), true)
-			lhs, a.lhsContracting, a.lhsBatch = r.transposed(lhs, a.lhsContracting, a.lhsBatch)
+			lhs, a.lhsContracting, a.lhsBatch = r.laidOutAs(lhs, a.lhsContracting, a.lhsBatch, false)
 		}
 	}
 	return Dot(lhs, rhs).WithAccumulatorDType(a.config.AccumulatorDType).WithOutputDType(a.config.OutputDType).
 		General(a.lhsContracting, a.lhsBatch, a.rhsContracting, a.rhsBatch)
 }
 
-// transposed returns the invariant operand u transposed to [batch…, cross…, contracting…], and
-// its contracting and batch axes there. Each transposition is built once per linearMap.
-func (r *relayouter) transposed(u *Node, contracting, batch []int) (*Node, []int, []int) {
-	perm := slices.Concat(batch, crossAxes(u.Rank(), contracting, batch), contracting)
-	nb, nx := len(batch), u.Rank()-len(batch)-len(contracting)
-	newBatch, newContracting := axisRange(0, nb), axisRange(nb+nx, len(contracting))
+// laidOutAs returns the invariant operand u transposed to [batch…, contracting…, cross…] if
+// contractingFirst, else to [batch…, cross…, contracting…], and its contracting and batch axes
+// there. Each transposition is built once per linearMap.
+func (r *relayouter) laidOutAs(u *Node, contracting, batch []int, contractingFirst bool) (*Node, []int, []int) {
+	cross := crossAxes(u.Rank(), contracting, batch)
+	perm := slices.Concat(batch, cross, contracting)
+	nb := len(batch)
+	newBatch, newContracting := axisRange(0, nb), axisRange(nb+len(cross), len(contracting))
+	if contractingFirst {
+		perm, newContracting = slices.Concat(batch, contracting, cross), axisRange(nb, len(contracting))
+	}
 	if slices.Equal(perm, axisRange(0, u.Rank())) {
 		return u, newContracting, newBatch
 	}
@@ -268,4 +307,44 @@ func crossAxes(rank int, contracting, batch []int) []int {
 		}
 	}
 	return out
+}
+
+// smallKernels reports whether graph g runs on the pure-Go backend in a build with its SIMD
+// matrix kernels, where rewrite 4 of relayout applies. (Without them, its portable small kernel
+// runs an rhs laid out [batch…, cross…, contracting…] at least as fast as the other layout.)
+func smallKernels(g *Graph) bool {
+	return simdBuild && g.Backend().String() == gobackend.BackendName
+}
+
+// smallMatMulThreshold is the number of multiply-adds below which the pure-Go backend (compute
+// v0.1.14, matmul.SmallMatMulSizeThreshold) multiplies on its small kernels. Its AVX-512 build
+// counts them with the batch, its AVX2 build without; counted with it, a product below the
+// threshold is small on both.
+const smallMatMulThreshold = 4 << 20
+
+// smallProduct reports whether a product of batch size b, lhs cross size n, rhs cross size m and
+// contracting size k runs on the pure-Go backend's small kernels.
+func smallProduct(b, n, m, k int) bool { return b*n*m*k < smallMatMulThreshold }
+
+// smallRHSContractingFirst reports whether the pure-Go backend's small SIMD kernels multiply
+// by an rhs of cross size m and contracting size k faster laid out [batch…, contracting…,
+// cross…] than [batch…, cross…, contracting…]: when m fills whole rows of 16 outputs, or the
+// contraction is shorter than two vectors of 16 for the other layout's dot products. Chosen from
+// BenchmarkSmallProductLayout on both vector widths (BENCHMARKS.md).
+func smallRHSContractingFirst(m, k int) bool { return m%16 == 0 || k < 32 }
+
+// sizes returns the product's batch size b, lhs cross size n, rhs cross size m and contracting
+// size k, for operands lhs and rhs.
+func (a dotAxes) sizes(lhs, rhs *Node) (b, n, m, k int) {
+	b, k = 1, 1
+	for _, axis := range a.lhsBatch {
+		b *= lhs.Shape().Dimensions[axis]
+	}
+	for _, axis := range a.lhsContracting {
+		k *= lhs.Shape().Dimensions[axis]
+	}
+	if b*k == 0 {
+		return b, 0, 0, k
+	}
+	return b, lhs.Shape().Size() / (b * k), rhs.Shape().Size() / (b * k), k
 }

@@ -344,3 +344,74 @@ func TestRelayoutDenseVJP(t *testing.T) {
 		})
 	}
 }
+
+// TestRelayoutSmallProducts checks rewrite 4 of relayout: a linearMap of one product of a
+// varying lhs, in the backend's layout, by an invariant rhs computes the product (a float64
+// reference by loops), and its clone multiplies by the rhs laid out as the case says on the
+// pure-Go backend's SIMD kernels ([k, m]: contracting axes after the batch axes), and as given
+// (or as rewrite 2 lays it out) elsewhere and for products above the small kernels' threshold.
+func TestRelayoutSmallProducts(t *testing.T) {
+	for _, tc := range []struct {
+		name                   string
+		lhs, rhs               []int
+		lhsC, lhsB, rhsC, rhsB []int
+		rewritten              bool // rewrite 4 applies on the SIMD kernels
+		wantContractingFirst   bool // the rhs [batch…, contracting…, cross…] in the clone where it applies
+		elseContractingFirst   bool // and where it does not (as given, or by rewrite 2)
+	}{
+		{name: "10 classes into 64 units, rhs [m, k] to [k, m]", lhs: []int{32, 10}, rhs: []int{64, 10},
+			lhsC: []int{1}, rhsC: []int{1}, rewritten: true, wantContractingFirst: true},
+		{name: "10 classes into 64 units, rhs [k, m] kept", lhs: []int{32, 10}, rhs: []int{10, 64},
+			lhsC: []int{1}, rhsC: []int{0}, rewritten: true, wantContractingFirst: true, elseContractingFirst: true},
+		{name: "64 units into 10 classes, rhs [k, m] to [m, k]", lhs: []int{32, 64}, rhs: []int{64, 10},
+			lhsC: []int{1}, rhsC: []int{0}, rewritten: true, elseContractingFirst: true},
+		{name: "64 units into 20 classes, rhs [m, k] kept", lhs: []int{32, 64}, rhs: []int{20, 64},
+			lhsC: []int{1}, rhsC: []int{1}, rewritten: true},
+		{name: "64 units into 48, rhs [m, k] to [k, m]", lhs: []int{8, 64}, rhs: []int{48, 64},
+			lhsC: []int{1}, rhsC: []int{1}, rewritten: true, wantContractingFirst: true},
+		{name: "batch axes, rhs [batch, m, k] to [batch, k, m]", lhs: []int{2, 8, 10}, rhs: []int{2, 32, 10},
+			lhsB: []int{0}, lhsC: []int{2}, rhsB: []int{0}, rhsC: []int{2}, rewritten: true, wantContractingFirst: true},
+		{name: "batch axis second on the rhs, to [batch, m, k]", lhs: []int{3, 4, 40}, rhs: []int{40, 3, 5},
+			lhsB: []int{0}, lhsC: []int{2}, rhsB: []int{1}, rhsC: []int{0}, rewritten: true},
+		{name: "two contracting axes, pairs reordered", lhs: []int{4, 2, 3}, rhs: []int{3, 2, 16},
+			lhsC: []int{2, 1}, rhsC: []int{0, 1}, rewritten: true, wantContractingFirst: true},
+		{name: "above the threshold: rhs [m, k] kept", lhs: []int{1024, 64}, rhs: []int{64, 64},
+			lhsC: []int{1}, rhsC: []int{1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(5, 13))
+			lhs, rhs := ref.RandVec(rng, size(tc.lhs)), ref.RandVec(rng, size(tc.rhs))
+			var m *linearMap
+			applies := false
+			out := run(t, func(in []*Node) []*Node {
+				applies = tc.rewritten && smallKernels(in[0].Graph())
+				ph := placeholders(in[0])
+				m = newLinearMap(ph, func() []*Node {
+					return []*Node{DotGeneral(ph[0], tc.lhsC, tc.lhsB, in[1], tc.rhsC, tc.rhsB)}
+				})
+				return m.apply(in[:1])
+			}, tensors.FromFlatDataAndDimensions(lhs, tc.lhs...), tensors.FromFlatDataAndDimensions(rhs, tc.rhs...))
+			want, _ := refDotGeneral(lhs, tc.lhs, tc.lhsC, tc.lhsB, rhs, tc.rhs, tc.rhsC, tc.rhsB)
+			ref.Check(t, "output vs loops (relative)", ref.RelErr(out[0], want), 1e-12)
+
+			dots := nodesOfType(m.walk.nodes, NodeTypeDotGeneral)
+			if len(dots) != 1 {
+				t.Fatalf("the clone holds %d DotGeneral nodes, want 1", len(dots))
+			}
+			a, x := dotGeneralAxes(dots[0]), dots[0].Inputs()
+			nb, nc := len(a.rhsBatch), len(a.rhsContracting)
+			if !a.backendLayout(x[0].Rank(), x[1].Rank()) {
+				t.Errorf("clone's product %s is not in the backend's layout", dots[0])
+			}
+			first := slices.Equal(a.rhsContracting, axisRange(nb, nc))
+			wantFirst := tc.elseContractingFirst
+			if applies {
+				wantFirst = tc.wantContractingFirst
+			}
+			if first != wantFirst {
+				t.Errorf("clone's product %s has the rhs's contracting axes first: %v, want %v (rewrite 4 applies: %v)",
+					dots[0], first, wantFirst, applies)
+			}
+		})
+	}
+}

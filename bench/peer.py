@@ -7,6 +7,7 @@ One command (from the repository root):
     bench/peer.py --scale    # the growth axes: BenchmarkStepScale's shapes, table and figure
     bench/peer.py --zoo      # the model zoo's cost benchmarks, the CNN beside its PyTorch peer
     bench/peer.py --conv     # convolutions direct and lowered to matrix products (jvp)
+    bench/peer.py --layout   # small products' rhs layouts on the small kernels (jvp)
 
 It builds the experiments/train test binary in the SIMD build (GOEXPERIMENT=simd) with go.mod's
 toolchain (GOTOOLCHAIN set from its toolchain line, as .ci/toolchain.sh does), then for every
@@ -24,9 +25,10 @@ zoo model and for the CNN lowered to matrix products by jvp.LowerConvolutions) a
 same CNN's products and steps in PyTorch (bench/cnn_peer.py), and rewrites BENCHMARKS.md's zoo cost
 section with the medians, their ranges and the sgemm-equivalent floor of the CNN's products.
 With --conv it builds jvp's test binary and runs BenchmarkConvLowering --runs times over, and
-rewrites the section on convolutions lowered to matrix products. Every mode with --avx2 runs the
-Go benchmarks (and the peer) on AVX2 kernels and writes a section of its own.
-bench/regenerate.sh runs --conv, --zoo and --scale in turn, each on both vector widths.
+rewrites the section on convolutions lowered to matrix products; with --layout, the same with
+BenchmarkSmallProductLayout and the section on small products' layouts. Every mode with --avx2
+runs the Go benchmarks (and the peer) on AVX2 kernels and writes a section of its own.
+bench/regenerate.sh runs --conv, --layout, --zoo and --scale in turn, each on both vector widths.
 
 Requirements (Debian; a development tool, never a runtime dependency of the project):
     apt-get install python3-torch python3-numpy python3-threadpoolctl libopenblas0-pthread
@@ -97,7 +99,7 @@ SATURATION_FLOOR = float(np.finfo(np.float32).eps) ** 2
 THREADS = 2
 def marker(mode, end=False):
     """The marker that begins (or ends) the section of BENCHMARKS.md that mode ("", "--scale",
-    "--zoo" or "--conv") writes, with --avx2 for the run on AVX2 kernels."""
+    "--zoo", "--conv" or "--layout") writes, with --avx2 for the run on AVX2 kernels."""
     words = " ".join(w for w in ("bench/peer.py", mode, "--avx2" if AVX2 else "") if w)
     return f"<!-- {words}: {'end' if end else 'begin'} -->"
 
@@ -850,6 +852,71 @@ def conv_report(cells, runs, loads, machine, started):
     return "\n".join(lines) + "\n"
 
 
+LAYOUT_BEGIN, LAYOUT_END = marker("--layout"), marker("--layout", True)
+LAYOUT_CALLS = 100  # calls of each layout's graph (16 products each) per cell and run
+
+
+def measure_layout(binary, root, runs):
+    """Runs BenchmarkSmallProductLayout runs times over; returns {(n, k, m): [metrics of each run]}."""
+    cells = {}
+    for run in range(runs):
+        load = load_average()
+        for name, metrics in time_go_all(binary, root, "BenchmarkSmallProductLayout/.*", LAYOUT_CALLS, "jvp").items():
+            metrics["load"] = load
+            n, k, m = (int(part.split("=")[1]) for part in name.split(","))
+            cells.setdefault((n, k, m), []).append(metrics)
+        print(f"run {run + 1}/{runs}: BenchmarkSmallProductLayout done (load {load_average():.2f})", flush=True)
+    return cells
+
+
+def layout_report(cells, runs, loads, machine, started):
+    """The section of BENCHMARKS.md on the rhs layouts of small products."""
+    go_version, modules = machine["go"]
+    all_loads = [m["load"] for ms in cells.values() for m in ms]
+    ratio_of = {cell: median([m["[m,k]/[k,m]"] for m in ms]) for cell, ms in cells.items()}
+    picks = {cell: ms[0]["pass-picks-[k,m]"] == 1 for cell, ms in cells.items()}
+    # What the pass's pick costs against the other layout (> 1: the other was faster), and saves.
+    loss = {cell: (1 / r if picks[cell] else r) for cell, r in ratio_of.items()}
+    worst = max(loss, key=loss.get)
+    ns, ks, ms = (sorted({cell[i] for cell in cells}) for i in range(3))
+    lines = [
+        LAYOUT_BEGIN,
+        "## Small products: the rhs layout" + (" (AVX2 kernels)" if AVX2 else ""),
+        "",
+        "Written by `bench/peer.py --layout" + (" --avx2" if AVX2 else "") + "` (regenerate with that command): "
+        "`BenchmarkSmallProductLayout` (jvp/relayout_bench_test.go), float32",
+        "products of a lhs [n, k] by a rhs laid out [k, m] (contracting axis first) and [m, k] (last), below the",
+        "pure-Go backend's small-kernel threshold (2²² multiply-adds), 16 products of distinct lhs per call,",
+        f"the two layouts called in turn {LAYOUT_CALLS} times each per run, "
+        + (f"{runs} runs; cells are medians." if runs > 1 else "one run."),
+        "Each cell is the time with the rhs [m, k] over the time with it [k, m] (above 1: [k, m] is faster),",
+        "and the layout `jvp`'s relayout pass gives an invariant rhs of a product in a linear map's clones",
+        "(rewrite 4, `smallRHSContractingFirst`: [k, m] when m is a multiple of 16 or k < 32).",
+        "",
+        f"- date: {started:%Y-%m-%d}; 1-minute load average {loads[0]:.2f} at start, {loads[1]:.2f} at end, "
+        f"{min(all_loads):.2f}-{max(all_loads):.2f} at the runs (the benchmark's own threads included)",
+        f"- machine: {machine['cpu']}; {platform.system()} {platform.release()}",
+        f"- Go: {go_version}, {modules}, backend: pure Go (default), GOEXPERIMENT=simd",
+    ]
+    if max(list(loads) + all_loads) > THREADS + 0.5:
+        lines += ["", f"The machine was shared with other jobs (1-minute load up to {max(list(loads) + all_loads):.1f} "
+                  f"on {os.cpu_count()} logical CPUs): the two layouts of a cell ran in turn under the same load, so "
+                  "their ratio means more than either time; regenerate them in a quiet window."]
+    for n in ns:
+        lines += ["", f"n = {n}, [m, k] / [k, m] (the pass's layout):", "",
+                  "| k ↓, m → | " + " | ".join(str(m) for m in ms) + " |",
+                  "|---|" + "---|" * len(ms)]
+        for k in ks:
+            row = [f"{ratio_of[(n, k, m)]:.2f} ({'[k, m]' if picks[(n, k, m)] else '[m, k]'})" for m in ms]
+            lines.append(f"| {k} | " + " | ".join(row) + " |")
+    other = sorted(1 / l for l in loss.values())  # the other layout's time over the pass's
+    lines += ["", f"The pass's layout is the faster one, or within {100 * (loss[worst] - 1):.0f} % of it, in every cell "
+              f"(the worst: n = {worst[0]}, k = {worst[1]}, m = {worst[2]}); the other layout takes "
+              f"{other[0]:.2f}-{other[-1]:.2f} times the pass's time (median {median(other):.2f}).",
+              LAYOUT_END]
+    return "\n".join(lines) + "\n"
+
+
 def measure(binary, root, shapes, steps_of, scale, runs=1):
     """Runs every method at every (b, C) of shapes, Go then PyTorch, runs times over (each run
     through every cell, so that drift in the machine's speed spreads over the cells); returns the
@@ -899,8 +966,10 @@ def main():
                         help="run the model zoo's cost benchmarks and the CNN's PyTorch peer instead and write the zoo section")
     parser.add_argument("--conv", action="store_true",
                         help="run jvp's BenchmarkConvLowering instead and write the section on convolutions as products")
+    parser.add_argument("--layout", action="store_true",
+                        help="run jvp's BenchmarkSmallProductLayout instead and write the section on small products' layouts")
     parser.add_argument("--runs", type=int, default=5,
-                        help="with --scale, --zoo or --conv, how many times every cell is run (medians and spreads reported)")
+                        help="with --scale, --zoo, --conv or --layout, how many times every cell is run (medians and spreads reported)")
     parser.add_argument("--avx2", action="store_true",
                         help="run the Go benchmarks and the PyTorch peer on their AVX2 kernels on an AVX-512 machine "
                              "and write the sections marked --avx2")
@@ -922,6 +991,15 @@ def main():
             cells = measure_conv(binary, root, args.runs)
         section = conv_report(cells, args.runs, (load_start, load_average()), machine, started)
         write_section(os.path.join(root, args.out), section, CONV_BEGIN, CONV_END)
+        print(section)
+        return
+    if args.layout:
+        with tempfile.TemporaryDirectory() as tmp:
+            binary = os.path.join(tmp, "jvp.test")
+            build_go_test(root, binary, "./jvp")
+            cells = measure_layout(binary, root, args.runs)
+        section = layout_report(cells, args.runs, (load_start, load_average()), machine, started)
+        write_section(os.path.join(root, args.out), section, LAYOUT_BEGIN, LAYOUT_END)
         print(section)
         return
     if args.zoo:

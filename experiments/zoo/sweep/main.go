@@ -4,7 +4,7 @@
 // (held-out accuracy and cross-entropy, tuned Adam, telemetry, cost, time to accuracy, the runs
 // that went wrong) and the figure of held-out accuracy against training time.
 //
-//	GOEXPERIMENT=simd go run ./experiments/zoo/sweep [-out results/zoo] [-models cnn,transformer] [-optimizers 'FGN*,Adam*'] [-grid] [-alternatives] [-seeds 1,2,3] [-epochs 0] [-resume]
+//	GOEXPERIMENT=simd go run ./experiments/zoo/sweep [-out results/zoo] [-models cnn,transformer] [-optimizers 'FGN*,Adam*'] [-grid] [-alternatives] [-seeds 1,2,3] [-epochs 0] [-batch 0] [-resume]
 //	go run ./experiments/zoo/sweep -from a/runs.csv,b/runs.csv -out c   (summary and figures of finished sweeps)
 //
 // It writes runs.csv (rewritten after every run, so that an interrupted sweep keeps its finished
@@ -53,6 +53,7 @@ func run() error {
 		"zoo.Candidates, e.g. 'FGN*,Adam*'")
 	seeds := flag.String("seeds", "1,2,3", "seeds (held-out split, initial weights, batch order), comma-separated")
 	epochs := flag.Int("epochs", 0, "training epochs per run (0: each model's budget)")
+	batch := flag.Int("batch", 0, "batch size of every model (0: each model's, its example's)")
 	from := flag.String("from", "", "summarise these finished runs tables (comma-separated runs.csv files) instead of training")
 	grid := flag.Bool("grid", false, "add zoo.DefaultGrid (FGN and SGN over α, λ, damping policy and CG cap) to the candidates")
 	alternatives := flag.Bool("alternatives", false, "add zoo.Alternatives (the settings the defaults leave off: "+
@@ -96,7 +97,10 @@ func run() error {
 		if *epochs < 0 {
 			return fmt.Errorf("-epochs %d: want ≥ 0", *epochs)
 		}
-		if table, err = train(ms, opts, seedList, *epochs, *out, *resume); err != nil {
+		if *batch < 0 {
+			return fmt.Errorf("-batch %d: want ≥ 0", *batch)
+		}
+		if table, err = train(ms, opts, seedList, zoo.Config{Epochs: *epochs, Batch: *batch}, *out, *resume); err != nil {
 			return err
 		}
 	}
@@ -128,7 +132,7 @@ func run() error {
 
 // train runs the sweep, rewriting out/runs.csv after every run, and returns the runs table. With
 // resume, the runs of out/runs.csv are kept (finishedRuns).
-func train(ms []zoo.Model, opts []zoo.Optimizer, seeds []uint64, epochs int, out string, resume bool) (*report.Table, error) {
+func train(ms []zoo.Model, opts []zoo.Optimizer, seeds []uint64, cfg zoo.Config, out string, resume bool) (*report.Table, error) {
 	be, err := backend.New()
 	if err != nil {
 		return nil, err
@@ -147,8 +151,13 @@ func train(ms []zoo.Model, opts []zoo.Optimizer, seeds []uint64, epochs int, out
 		names = append(names, o.Name)
 	}
 	profile := "each model's batch size and epoch budget (experiments/zoo.Models)"
-	if epochs > 0 {
-		profile = fmt.Sprintf("each model's batch size, %d epochs", epochs)
+	switch {
+	case cfg.Epochs > 0 && cfg.Batch > 0:
+		profile = fmt.Sprintf("batch size %d, %d epochs", cfg.Batch, cfg.Epochs)
+	case cfg.Epochs > 0:
+		profile = fmt.Sprintf("each model's batch size, %d epochs", cfg.Epochs)
+	case cfg.Batch > 0:
+		profile = fmt.Sprintf("batch size %d, each model's epoch budget (experiments/zoo.Models)", cfg.Batch)
 	}
 	path := filepath.Join(out, "runs.csv")
 	var finished []*zoo.Run // the runs of the table written after each run
@@ -172,7 +181,7 @@ func train(ms []zoo.Model, opts []zoo.Optimizer, seeds []uint64, epochs int, out
 		t.Comment("load", fmt.Sprintf("1-, 5-, 15-minute load averages %s at start, %s", load, end))
 		return t
 	}
-	runs, err := zoo.Sweep(be, ms, opts, seeds, zoo.Config{Epochs: epochs}, finished, func(done, total int, r *zoo.Run) {
+	runs, err := zoo.Sweep(be, ms, opts, seeds, cfg, finished, func(done, total int, r *zoo.Run) {
 		status := ""
 		switch {
 		case r.Failed != "":

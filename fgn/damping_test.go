@@ -347,8 +347,9 @@ func TestDampingErrors(t *testing.T) {
 
 // TestLMTelemetryState checks the telemetry an adaptive policy keeps in state variables for
 // callers without the step's Direction (train.Trainer): after each LM step of TestLMAdapts's
-// problem (λI damping and the floor's noise along ĝ, whose steps overshoot there), "gain_ratio" holds that step's ρ (bit for bit, NaN included) and "rejected_steps" the
-// number of steps rejected so far.
+// problem (λI damping and the floor's noise along ĝ, whose steps overshoot there), "gain_ratio"
+// holds that step's ρ (bit for bit, NaN included), "rejected_steps" the number of steps rejected
+// so far, and, for FGN at the GGN's step length, "step_length" the step's τ (others have none).
 func TestLMTelemetryState(t *testing.T) {
 	const steps = 12
 	p := illConditioned()
@@ -368,6 +369,16 @@ func TestLMTelemetryState(t *testing.T) {
 				n := tensors.ToScalar[int64](m.store.GetVariable(scope + "rejected_steps").MustValue())
 				if !(rho == s.rho || math.IsNaN(rho) && math.IsNaN(s.rho)) || n != rejected {
 					t.Errorf("step %d: gain_ratio %g, rejected_steps %d; want the step's ρ %g and %d", k, rho, n, s.rho, rejected)
+				}
+				switch v, kept := m.store.GetVariable(scope+"step_length"), c.fgn && c.s.GGNStepLength; {
+				case kept && v == nil:
+					t.Errorf("step %d: no step_length variable", k)
+				case kept:
+					if tau := flat64(v.MustValue())[0]; tau != s.tau {
+						t.Errorf("step %d: step_length %g, want the step's τ %g", k, tau, s.tau)
+					}
+				case v != nil:
+					t.Errorf("step %d: a step without the GGN's step length keeps a step_length variable", k)
 				}
 			}
 			if rejected == 0 {

@@ -169,7 +169,13 @@ func (c *GNConfig) CGStoppingRule(rule string) *GNConfig { c.s.CG.StoppingRule =
 
 // GGNStepLength sets whether an FGN step takes its direction at the length where the damped
 // multiclass GGN model is least along it (default true; see Settings.GGNStepLength). The paper's
-// FGN (PaperSettings) does not. SGN ignores it.
+// FGN (PaperSettings) does not. SGN ignores it. The last step's length τ is kept in the state
+// variable "step_length" under the optimizer's scope (NaN when the step was not finite), for
+// callers that step through UpdateGraph: τ = dᵀ(H_FGN + λS)d / dᵀ(H_GGN + λS)d is the share of
+// the GGN's damped curvature along the step that FGN's model holds, and a τ that stays far
+// below 1 means FGN's true-vs-rest curvature misses most of the GGN's there (many classes
+// whose probability is spread over the wrong ones): SGN is then the better choice
+// (BENCHMARKS.md, "A larger batch").
 func (c *GNConfig) GGNStepLength(on bool) *GNConfig { c.s.GGNStepLength = on; return c }
 
 // ScaledDamping sets whether the optimizer damps each parameter tensor by λ times its
@@ -407,6 +413,9 @@ func (o *gnOptimizer) step(scope *model.Scope, lin Linearization, labels *Node, 
 		lambda.SetNodeValue(dir.Damping.Next)
 		o.recordGainRatio(scope.Store(), dir)
 	}
+	if dir.StepLength != nil {
+		o.recordStepLength(scope.Store(), dir)
+	}
 	skipped := o.skippedStepsVar(scope.Store())
 	count := skipped.NodeValue(g)
 	skipped.SetNodeValue(Where(dir.Finite, count, AddScalar(count, 1)))
@@ -427,6 +436,16 @@ func (o *gnOptimizer) recordGainRatio(store *model.Store, dir *Direction) {
 		SetTrainable(false)
 	count := rejected.NodeValue(rho.Graph())
 	rejected.SetNodeValue(Where(LogicalAnd(dir.Finite, LogicalNot(dir.Damping.Accepted)), AddScalar(count, 1), count))
+}
+
+// recordStepLength keeps an FGN step's length τ (Direction.StepLength) in the state variable
+// "step_length" beside "damping" under the optimizer's scope, NaN when the step was not finite,
+// for callers that step through UpdateGraph (see GNConfig.GGNStepLength).
+func (o *gnOptimizer) recordStepLength(store *model.Store, dir *Direction) {
+	tau := dir.StepLength
+	v := store.Scope(path.Join("/", o.c.scopeName)).
+		VariableWithValue("step_length", shapes.CastAsDType(math.NaN(), tau.DType())).SetTrainable(false)
+	v.SetNodeValue(Where(dir.Finite, tau, Scalar(tau.Graph(), tau.DType(), math.NaN())))
 }
 
 // skippedStepsVar returns the counter of SkippedSteps, created as 0 on first use.

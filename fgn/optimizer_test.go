@@ -334,7 +334,7 @@ func TestNonFiniteStepChangesNothing(t *testing.T) {
 					var all []float64
 					for v := range m.store.IterVariables() {
 						if v.Path() != "/"+optimizer.GlobalStepVariableName && !slices.Contains([]string{"skipped_steps",
-							"rejected_steps", "gain_ratio"}, v.Name()) {
+							"rejected_steps", "gain_ratio", "step_length"}, v.Name()) {
 							all = append(all, flat64(v.MustValue())...)
 						}
 					}

@@ -274,7 +274,7 @@ func TestTrainerNonFiniteStep(t *testing.T) {
 				all := map[string][]float64{}
 				for v := range m.store.IterVariables() {
 					if !strings.HasPrefix(v.Path(), "/metrics/") && v.Path() != "/global_step" &&
-						!slices.Contains([]string{"skipped_steps", "rejected_steps", "gain_ratio"}, v.Name()) {
+						!slices.Contains([]string{"skipped_steps", "rejected_steps", "gain_ratio", "step_length"}, v.Name()) {
 						all[v.Path()] = flat64(v.MustValue())
 					}
 				}

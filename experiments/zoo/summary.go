@@ -204,18 +204,19 @@ func Summary(runs []*Run, w io.Writer) error {
 	}
 
 	b.WriteString("\nTelemetry of FGN and SGN (fgn's state variables): the smallest λ at the end of the budget over the " +
-		"seeds, the mean gain ratio ρ of the last epoch (mean over the seeds), and the rejected and skipped steps " +
-		"of all seeds out of their steps.\n\n")
+		"seeds, the mean gain ratio ρ and, for FGN at the GGN's step length, the mean step length τ of the last " +
+		"epoch (means over the seeds), and the rejected and skipped steps of all seeds out of their steps.\n\n")
 	header("optimizer")
 	for _, o := range others {
 		fmt.Fprintf(&b, "| %s |", o)
 		for _, m := range s.models {
 			rs := s.trained(m, o)
-			lambda, rho, steps, rejected, skipped := math.Inf(1), 0.0, 0, 0, 0
+			lambda, rho, tau, steps, rejected, skipped := math.Inf(1), 0.0, 0.0, 0, 0, 0
 			for _, r := range rs {
 				last := r.Epochs[len(r.Epochs)-1]
 				lambda = min(lambda, last.Damping)
 				rho += last.MeanRho / float64(len(rs))
+				tau += last.MeanStepLength / float64(len(rs))
 				steps += last.Steps
 				for _, e := range r.Epochs {
 					rejected += e.Rejected
@@ -226,7 +227,11 @@ func Summary(runs []*Run, w io.Writer) error {
 				cell("–")
 				continue
 			}
-			cell("λ %.2g, ρ %.2f, rejected %d, skipped %d of %d", lambda, rho, rejected, skipped, steps)
+			if math.IsNaN(tau) {
+				cell("λ %.2g, ρ %.2f, rejected %d, skipped %d of %d", lambda, rho, rejected, skipped, steps)
+			} else {
+				cell("λ %.2g, ρ %.2f, τ %.2f, rejected %d, skipped %d of %d", lambda, rho, tau, rejected, skipped, steps)
+			}
 		}
 		b.WriteString("\n")
 	}

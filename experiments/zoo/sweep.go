@@ -3,6 +3,7 @@ package zoo
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,7 +16,31 @@ import (
 // the run's fields repeated on each of its rows.
 var runColumns = []string{"model", "task", "optimizer", "seed", "batch", "compile_seconds", "diverged", "failed",
 	"epoch", "steps", "seconds", "train_loss", "held_out_loss", "held_out_accuracy", "damping", "mean_rho",
-	"min_damping", "rejected_steps", "skipped_steps"}
+	"min_damping", "rejected_steps", "skipped_steps", "mean_step_length"}
+
+// optionalRunColumns are the columns of runColumns that tables written before them lack: such a
+// table's runs read NaN there (RunsFromTable), and CompleteRunsTable adds them to it.
+var optionalRunColumns = []string{"mean_step_length"}
+
+// CompleteRunsTable adds to a runs table t the optionalRunColumns it lacks, NaN in every row, so
+// that tables written before those columns concatenate with newer ones. A table without every
+// other column of runColumns is not a runs table and is left as it is.
+func CompleteRunsTable(t *report.Table) {
+	for _, name := range runColumns {
+		if _, err := t.Column(name); err != nil && !slices.Contains(optionalRunColumns, name) {
+			return
+		}
+	}
+	for _, name := range optionalRunColumns {
+		if _, err := t.Column(name); err == nil {
+			continue
+		}
+		t.Header = append(t.Header, name)
+		for k := range t.Rows {
+			t.Rows[k] = append(t.Rows[k], "NaN")
+		}
+	}
+}
 
 // Sweep trains every model with every optimizer and seed (Train, cfg.Seed replaced by each seed)
 // and returns the runs, in that order. A run of finished with the same model, optimizer and seed
@@ -67,31 +92,40 @@ func Table(runs []*Run) *report.Table {
 		epochs := r.Epochs
 		if len(epochs) == 0 { // a run that failed before its first evaluation
 			epochs = []Epoch{{HeldOutLoss: math.NaN(), TrainLoss: math.NaN(), HeldOutAccuracy: math.NaN(),
-				Damping: math.NaN(), MeanRho: math.NaN(), MinDamping: math.NaN()}}
+				Damping: math.NaN(), MeanRho: math.NaN(), MinDamping: math.NaN(), MeanStepLength: math.NaN()}}
 		}
 		for _, e := range epochs {
 			t.Add(r.Model, r.Task, r.Optimizer, r.Seed, r.Batch, r.CompileSeconds, r.Diverged, failed,
 				e.Epoch, e.Steps, e.Seconds, e.TrainLoss, e.HeldOutLoss, e.HeldOutAccuracy, e.Damping, e.MeanRho,
-				e.MinDamping, e.Rejected, e.Skipped)
+				e.MinDamping, e.Rejected, e.Skipped, e.MeanStepLength)
 		}
 	}
 	return t
 }
 
-// RunsFromTable parses a runs table written by Table (or several concatenated), in row order.
+// RunsFromTable parses a runs table written by Table (or several concatenated), in row order; an
+// optional column it lacks (optionalRunColumns) reads NaN.
 func RunsFromTable(t *report.Table) ([]*Run, error) {
 	col := map[string]int{}
 	for _, name := range runColumns {
 		c, err := t.Column(name)
-		if err != nil {
+		if err != nil && !slices.Contains(optionalRunColumns, name) {
 			return nil, err
 		}
-		col[name] = c
+		if err == nil {
+			col[name] = c
+		}
 	}
 	var runs []*Run
 	index := map[[3]string]*Run{}
 	for k, row := range t.Rows {
-		get := func(name string) string { return row[col[name]] }
+		get := func(name string) string {
+			c, ok := col[name]
+			if !ok {
+				return "NaN"
+			}
+			return row[c]
+		}
 		var ferr error
 		float := func(name string) float64 {
 			x, err := strconv.ParseFloat(get(name), 64)
@@ -116,7 +150,8 @@ func RunsFromTable(t *report.Table) ([]*Run, error) {
 		e := Epoch{Epoch: integer("epoch"), Steps: integer("steps"), Seconds: float("seconds"),
 			TrainLoss: float("train_loss"), HeldOutLoss: float("held_out_loss"),
 			HeldOutAccuracy: float("held_out_accuracy"), Damping: float("damping"), MeanRho: float("mean_rho"),
-			MinDamping: float("min_damping"), Rejected: integer("rejected_steps"), Skipped: integer("skipped_steps")}
+			MinDamping: float("min_damping"), Rejected: integer("rejected_steps"), Skipped: integer("skipped_steps"),
+			MeanStepLength: float("mean_step_length")}
 		if ferr != nil {
 			return nil, ferr
 		}

@@ -17,9 +17,12 @@ func synthetic(model, opt string, seed uint64, accs ...float64) *Run {
 	r := &Run{Model: model, Task: "t", Optimizer: opt, Seed: seed, Batch: 8, CompileSeconds: 0.5}
 	for k, a := range accs {
 		e := Epoch{Epoch: k, Steps: 10 * k, Seconds: float64(k), TrainLoss: 2 - a, HeldOutLoss: 2 - a,
-			HeldOutAccuracy: a, Damping: math.NaN(), MeanRho: math.NaN(), MinDamping: math.NaN()}
+			HeldOutAccuracy: a, Damping: math.NaN(), MeanRho: math.NaN(), MinDamping: math.NaN(), MeanStepLength: math.NaN()}
 		if !strings.HasPrefix(opt, adamPrefix) && k > 0 {
 			e.Damping, e.MinDamping, e.MeanRho, e.Rejected = math.Pow(0.5, float64(k)), math.Pow(0.5, float64(k)), 0.8, 1
+		}
+		if strings.HasPrefix(opt, "FGN") && k > 0 {
+			e.MeanStepLength = 0.85
 		}
 		r.Epochs = append(r.Epochs, e)
 	}
@@ -50,6 +53,38 @@ func TestRunsTableRoundTrip(t *testing.T) {
 	// NaN ≠ NaN: compare the tables the runs give.
 	if want := Table(runs); !reflect.DeepEqual(Table(got).Rows, want.Rows) || len(got) != len(runs) {
 		t.Errorf("read back %d runs:\n%v\nwant %d:\n%v", len(got), Table(got).Rows, len(runs), want.Rows)
+	}
+}
+
+// TestRunsTableWithoutOptionalColumns reads a runs table written before the optional columns
+// (optionalRunColumns): its runs read NaN there and equal the others elsewhere, and
+// CompleteRunsTable gives it every column, NaN in the optional ones.
+func TestRunsTableWithoutOptionalColumns(t *testing.T) {
+	runs := []*Run{synthetic("a", FGNDefault, 1, 0.1, 0.5), synthetic("a", "Adam lr=0.01", 2, 0.1, 0.6)}
+	old := Table(runs)
+	keep := len(old.Header) - len(optionalRunColumns)
+	if !slices.Equal(old.Header[keep:], optionalRunColumns) {
+		t.Fatalf("the optional columns %v are not runColumns' last: %v", optionalRunColumns, old.Header)
+	}
+	old.Header = old.Header[:keep]
+	for k := range old.Rows {
+		old.Rows[k] = old.Rows[k][:keep]
+	}
+	got, err := RunsFromTable(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		for k := range r.Epochs {
+			r.Epochs[k].MeanStepLength = math.NaN()
+		}
+	}
+	if want := Table(runs); !reflect.DeepEqual(Table(got).Rows, want.Rows) {
+		t.Errorf("read back:\n%v\nwant:\n%v", Table(got).Rows, want.Rows)
+	}
+	CompleteRunsTable(old)
+	if want := Table(runs); !slices.Equal(old.Header, runColumns) || !reflect.DeepEqual(old.Rows, want.Rows) {
+		t.Errorf("completed: header %v rows\n%v\nwant %v and\n%v", old.Header, old.Rows, runColumns, want.Rows)
 	}
 }
 
@@ -91,7 +126,7 @@ func TestSummary(t *testing.T) {
 		"| optimizer | a: 89.0 % | b: 69.0 % |",          // targets
 		"| FGN() | 2 s (2/3) | not reached (1/3) |",      // time to accuracy
 		"| tuned Adam | not reached (1/2) | 1 s (1/1) |", // the median of 2 s and never
-		"| FGN() | λ 0.25, ρ 0.80, rejected 6, skipped 0 of 60 |",
+		"| FGN() | λ 0.25, ρ 0.80, τ 0.85, rejected 6, skipped 0 of 60 |",
 		"- a, FGN(), seed 3: λ at its floor",
 		"- b, FGN(), seed 3: diverged at step 10; the loss rose from 1.9 to 3 in 10 steps",
 		"- b, SGN(), seed 1: failed: op X",

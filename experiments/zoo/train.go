@@ -49,7 +49,10 @@ type Epoch struct {
 	// finite gain ratios of its steps (fgn's state variables "damping" and "gain_ratio"; NaN for
 	// other optimizers). Rejected and Skipped count the epoch's steps that the damping policy
 	// rejected and that were not finite ("rejected_steps", "skipped_steps"; 0 for others).
-	Damping, MeanRho  float64
+	Damping, MeanRho float64
+	// MeanStepLength is the mean of FGN's step lengths τ over the epoch's finite steps (fgn's state
+	// variable "step_length", see fgn.GNConfig.GGNStepLength; NaN for other optimizers).
+	MeanStepLength    float64
 	Rejected, Skipped int
 	// MinDamping is the smallest λ an adaptive policy set after any step of the epoch (NaN for
 	// other optimizers, and for epoch 0).
@@ -143,13 +146,14 @@ func Train(be compute.Backend, m Model, opt Optimizer, cfg Config) (*Run, error)
 		r.Epochs = append(r.Epochs, e)
 		return err
 	}
-	if err := evaluate(Epoch{Damping: math.NaN(), MeanRho: math.NaN(), MinDamping: math.NaN()}); err != nil {
+	if err := evaluate(Epoch{Damping: math.NaN(), MeanRho: math.NaN(), MinDamping: math.NaN(),
+		MeanStepLength: math.NaN()}); err != nil {
 		r.Failed = err.Error()
 		return r, nil
 	}
 	steps, seconds := 0, 0.0
 	for epoch := 1; epoch <= epochs; epoch++ {
-		var rhos []float64
+		var rhos, taus []float64
 		minDamping := math.NaN()
 		rejected, skipped := tel.counts()
 		for b, err := range trainDS.Iter() {
@@ -181,6 +185,9 @@ func Train(be compute.Backend, m Model, opt Optimizer, cfg Config) (*Run, error)
 			if rho := tel.rho(); !math.IsNaN(rho) && !math.IsInf(rho, 0) {
 				rhos = append(rhos, rho)
 			}
+			if tau := tel.stepLength(); !math.IsNaN(tau) {
+				taus = append(taus, tau)
+			}
 			if lambda := tel.damping(); !(lambda >= minDamping) { // NaN at first
 				minDamping = lambda
 			}
@@ -193,7 +200,7 @@ func Train(be compute.Backend, m Model, opt Optimizer, cfg Config) (*Run, error)
 			}
 		}
 		e := Epoch{Epoch: epoch, Steps: steps, Seconds: seconds, Damping: tel.damping(), MeanRho: mean(rhos),
-			MinDamping: minDamping}
+			MinDamping: minDamping, MeanStepLength: mean(taus)}
 		rejectedNow, skippedNow := tel.counts()
 		e.Rejected, e.Skipped = rejectedNow-rejected, skippedNow-skipped
 		if err := evaluate(e); err != nil {
@@ -258,7 +265,7 @@ func newTrainer(be compute.Backend, m Model, opt Optimizer, seed uint64, taskPar
 }
 
 // telemetry reads fgn's optimizer state from a store: the variables "damping", "gain_ratio",
-// "rejected_steps" and "skipped_steps" under the optimizer's scope, found by the last once a step
+// "step_length", "rejected_steps" and "skipped_steps" under the optimizer's scope, found by the last once a step
 // has created them. With another optimizer there are none: NaN and 0.
 type telemetry struct {
 	store  *model.Store
@@ -293,8 +300,9 @@ func (t *telemetry) scalar(name string) float64 {
 	return math.NaN()
 }
 
-func (t *telemetry) damping() float64 { return t.scalar("damping") }
-func (t *telemetry) rho() float64     { return t.scalar("gain_ratio") }
+func (t *telemetry) damping() float64    { return t.scalar("damping") }
+func (t *telemetry) rho() float64        { return t.scalar("gain_ratio") }
+func (t *telemetry) stepLength() float64 { return t.scalar("step_length") }
 
 // counts returns the steps rejected and skipped so far.
 func (t *telemetry) counts() (rejected, skipped int) {

@@ -261,6 +261,7 @@ func readTables(paths []string) (*report.Table, error) {
 		if err != nil {
 			return nil, err
 		}
+		zoo.CompleteRunsTable(t)
 		if len(tables) > 0 && !slices.Equal(t.Header, tables[0].Header) {
 			return nil, fmt.Errorf("%s: columns %v differ from the first table's %v", p, t.Header, tables[0].Header)
 		}

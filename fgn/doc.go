@@ -32,6 +32,9 @@
 //     FGN and SGN end close to each other and below a tuned Adam. In larger batches of such a task
 //     (the zoo's word models at b = 128) SGN gains and matches a tuned Adam, while FGN's λ falls
 //     below where its steps, fitted to each batch, lower the loss of the others: take SGN there.
+//     FGN's step length τ tells such a model apart (the state variable "step_length", see
+//     GNConfig.GGNStepLength): the share of the GGN's curvature along the step that FGN's
+//     true-vs-rest curvature holds, near 1 where FGN does well and far below it there.
 //     On a deep plain network whose logits start saturated (cifar's FNN example) a Gauss-Newton
 //     model fits the loss poorly and Adam is ahead too.
 //   - Two settings that the defaults leave off narrow that gap: Settings.Momentum, steps along

@@ -794,21 +794,38 @@ CONV_BEGIN, CONV_END = marker("--conv"), marker("--conv", True)
 CONV_CALLS = 10  # calls of each convolution, direct and lowered, per run
 
 
-def measure_conv(binary, root, runs):
-    """Runs BenchmarkConvLowering runs times over; returns {(case, product): [metrics of each run]}."""
+def measure_jvp(binary, root, runs, pattern, calls, key):
+    """Runs jvp's benchmarks matching pattern (time_go_all), calls calls each, runs times over;
+    returns {key(sub-benchmark name): [metrics of each run]}."""
     cells = {}
     for run in range(runs):
         load = load_average()
-        for name, metrics in time_go_all(binary, root, "BenchmarkConvLowering/.*/.*", CONV_CALLS, "jvp").items():
+        for name, metrics in time_go_all(binary, root, pattern, calls, "jvp").items():
             metrics["load"] = load
-            cells.setdefault(tuple(name.split("/")), []).append(metrics)
-        print(f"run {run + 1}/{runs}: BenchmarkConvLowering done (load {load_average():.2f})", flush=True)
+            cells.setdefault(key(name), []).append(metrics)
+        print(f"run {run + 1}/{runs}: {pattern.split('/')[0]} done (load {load_average():.2f})", flush=True)
     return cells
+
+
+def jvp_conditions(loads, all_loads, machine, started, pair):
+    """The date, machine and Go lines of a jvp benchmark's section and, where the machine was
+    shared, a note that pair (what each ratio compares) ran in turn under the same load."""
+    go_version, modules = machine["go"]
+    lines = [
+        f"- date: {started:%Y-%m-%d}; 1-minute load average {loads[0]:.2f} at start, {loads[1]:.2f} at end, "
+        f"{min(all_loads):.2f}-{max(all_loads):.2f} at the runs (the benchmark's own threads included)",
+        f"- machine: {machine['cpu']}; {platform.system()} {platform.release()}",
+        f"- Go: {go_version}, {modules}, backend: pure Go (default), GOEXPERIMENT=simd",
+    ]
+    if max(list(loads) + all_loads) > THREADS + 0.5:
+        lines += ["", f"The machine was shared with other jobs (1-minute load up to {max(list(loads) + all_loads):.1f} "
+                  f"on {os.cpu_count()} logical CPUs): {pair} ran in turn under the same load, so "
+                  "their ratio means more than either; regenerate them in a quiet window."]
+    return lines
 
 
 def conv_report(cells, runs, loads, machine, started):
     """The section of BENCHMARKS.md on convolutions lowered to matrix products."""
-    go_version, modules = machine["go"]
     all_loads = [m["load"] for ms in cells.values() for m in ms]
 
     def fmt(values, digits):
@@ -830,15 +847,7 @@ def conv_report(cells, runs, loads, machine, started):
         "last column) and keeps the others: with fewer, some run slower lowered and some faster, and",
         "the rule takes none of them.",
         "",
-        f"- date: {started:%Y-%m-%d}; 1-minute load average {loads[0]:.2f} at start, {loads[1]:.2f} at end, "
-        f"{min(all_loads):.2f}-{max(all_loads):.2f} at the runs (the benchmark's own threads included)",
-        f"- machine: {machine['cpu']}; {platform.system()} {platform.release()}",
-        f"- Go: {go_version}, {modules}, backend: pure Go (default), GOEXPERIMENT=simd",
-    ]
-    if max(list(loads) + all_loads) > THREADS + 0.5:
-        lines += ["", f"The machine was shared with other jobs (1-minute load up to {max(list(loads) + all_loads):.1f} "
-                  f"on {os.cpu_count()} logical CPUs): the two columns of a row ran in turn under the same load, so "
-                  "their ratio means more than either; regenerate them in a quiet window."]
+    ] + jvp_conditions(loads, all_loads, machine, started, "the two columns of a row")
     lines += [
         "",
         "| convolution | product | direct ms | lowered ms | lowered / direct | lowered by the pass |",
@@ -856,22 +865,13 @@ LAYOUT_BEGIN, LAYOUT_END = marker("--layout"), marker("--layout", True)
 LAYOUT_CALLS = 100  # calls of each layout's graph (16 products each) per cell and run
 
 
-def measure_layout(binary, root, runs):
-    """Runs BenchmarkSmallProductLayout runs times over; returns {(n, k, m): [metrics of each run]}."""
-    cells = {}
-    for run in range(runs):
-        load = load_average()
-        for name, metrics in time_go_all(binary, root, "BenchmarkSmallProductLayout/.*", LAYOUT_CALLS, "jvp").items():
-            metrics["load"] = load
-            n, k, m = (int(part.split("=")[1]) for part in name.split(","))
-            cells.setdefault((n, k, m), []).append(metrics)
-        print(f"run {run + 1}/{runs}: BenchmarkSmallProductLayout done (load {load_average():.2f})", flush=True)
-    return cells
+def layout_cell(name):
+    """The (n, k, m) of a BenchmarkSmallProductLayout sub-benchmark named "n=…,k=…,m=…"."""
+    return tuple(int(part.split("=")[1]) for part in name.split(","))
 
 
 def layout_report(cells, runs, loads, machine, started):
     """The section of BENCHMARKS.md on the rhs layouts of small products."""
-    go_version, modules = machine["go"]
     all_loads = [m["load"] for ms in cells.values() for m in ms]
     ratio_of = {cell: median([m["[m,k]/[k,m]"] for m in ms]) for cell, ms in cells.items()}
     picks = {cell: ms[0]["pass-picks-[k,m]"] == 1 for cell, ms in cells.items()}
@@ -893,15 +893,7 @@ def layout_report(cells, runs, loads, machine, started):
         "and the layout `jvp`'s relayout pass gives an invariant rhs of a product in a linear map's clones",
         "(rewrite 4, `smallRHSContractingFirst`: [k, m] when m is a multiple of 16 or k < 32).",
         "",
-        f"- date: {started:%Y-%m-%d}; 1-minute load average {loads[0]:.2f} at start, {loads[1]:.2f} at end, "
-        f"{min(all_loads):.2f}-{max(all_loads):.2f} at the runs (the benchmark's own threads included)",
-        f"- machine: {machine['cpu']}; {platform.system()} {platform.release()}",
-        f"- Go: {go_version}, {modules}, backend: pure Go (default), GOEXPERIMENT=simd",
-    ]
-    if max(list(loads) + all_loads) > THREADS + 0.5:
-        lines += ["", f"The machine was shared with other jobs (1-minute load up to {max(list(loads) + all_loads):.1f} "
-                  f"on {os.cpu_count()} logical CPUs): the two layouts of a cell ran in turn under the same load, so "
-                  "their ratio means more than either time; regenerate them in a quiet window."]
+    ] + jvp_conditions(loads, all_loads, machine, started, "the two layouts of a cell")
     for n in ns:
         lines += ["", f"n = {n}, [m, k] / [k, m] (the pass's layout):", "",
                   "| k ↓, m → | " + " | ".join(str(m) for m in ms) + " |",
@@ -988,7 +980,8 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             binary = os.path.join(tmp, "jvp.test")
             build_go_test(root, binary, "./jvp")
-            cells = measure_conv(binary, root, args.runs)
+            cells = measure_jvp(binary, root, args.runs, "BenchmarkConvLowering/.*/.*", CONV_CALLS,
+                                lambda name: tuple(name.split("/")))
         section = conv_report(cells, args.runs, (load_start, load_average()), machine, started)
         write_section(os.path.join(root, args.out), section, CONV_BEGIN, CONV_END)
         print(section)
@@ -997,7 +990,7 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             binary = os.path.join(tmp, "jvp.test")
             build_go_test(root, binary, "./jvp")
-            cells = measure_layout(binary, root, args.runs)
+            cells = measure_jvp(binary, root, args.runs, "BenchmarkSmallProductLayout/.*", LAYOUT_CALLS, layout_cell)
         section = layout_report(cells, args.runs, (load_start, load_average()), machine, started)
         write_section(os.path.join(root, args.out), section, LAYOUT_BEGIN, LAYOUT_END)
         print(section)

@@ -265,8 +265,8 @@ func newTrainer(be compute.Backend, m Model, opt Optimizer, seed uint64, taskPar
 }
 
 // telemetry reads fgn's optimizer state from a store: the variables "damping", "gain_ratio",
-// "step_length", "rejected_steps" and "skipped_steps" under the optimizer's scope, found by the last once a step
-// has created them. With another optimizer there are none: NaN and 0.
+// "step_length", "rejected_steps" and "skipped_steps" under the optimizer's scope, found by the
+// last once a step has created them. With another optimizer there are none: NaN and 0.
 type telemetry struct {
 	store  *model.Store
 	scope  string

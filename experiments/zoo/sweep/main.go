@@ -61,6 +61,12 @@ func run() error {
 	resume := flag.Bool("resume", false, "keep the runs of the output directory's runs.csv (an interrupted sweep's) "+
 		"and train only those it lacks; its build and budget must be this sweep's")
 	flag.Parse()
+	if *epochs < 0 {
+		return fmt.Errorf("-epochs %d: want ≥ 0", *epochs)
+	}
+	if *batch < 0 {
+		return fmt.Errorf("-batch %d: want ≥ 0", *batch)
+	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
@@ -93,12 +99,6 @@ func run() error {
 				return fmt.Errorf("-seeds: %w", err)
 			}
 			seedList = append(seedList, seed)
-		}
-		if *epochs < 0 {
-			return fmt.Errorf("-epochs %d: want ≥ 0", *epochs)
-		}
-		if *batch < 0 {
-			return fmt.Errorf("-batch %d: want ≥ 0", *batch)
 		}
 		if table, err = train(ms, opts, seedList, zoo.Config{Epochs: *epochs, Batch: *batch}, *out, *resume); err != nil {
 			return err

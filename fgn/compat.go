@@ -43,6 +43,15 @@ const (
 	// Direction.Finite the sums of the direction (direction.go). Checked: compute v0.1.14. Test: TestCompatSIMDNaN (SIMD build).
 	compatSIMDNaN = "SIMD Exp, Tanh, Logistic map NaN to numbers"
 
+	// compatSIMDExpUnderflow: the SIMD build's float64 Exp does not underflow: Exp(−∞), Exp(−750)
+	// and Exp(−800), exactly 0 in float64, are 2.2250738585072542e-308, the smallest normal number
+	// (float32 and the build without SIMD give 0). Margin's competitor weights ρ would then not
+	// vanish at the true class, nor be one-hot at saturation, which Theorem 3.1's dropped term and
+	// ξ = 1 − ‖ρ‖² take as exact. gn.NewMargin (internal/gn/margin.go) sets the exponentials whose
+	// exact value rounds to 0 to 0 (underflowingExp). Checked: compute v0.1.14, AVX-512 and AVX2.
+	// Test: TestCompatSIMDExpUnderflow (SIMD build).
+	compatSIMDExpUnderflow = "SIMD float64 Exp returns the smallest normal number where it should underflow to 0"
+
 	// compatVariablesAsConstants: a graph not marked as training embeds the variables it reads as
 	// constants, so a step built on it restarts from the same parameters every time, and a compiled
 	// evaluation graph (train.Trainer.EvalStep included) keeps the values of its first call. The

@@ -105,6 +105,9 @@ func TestMarginQuantities(t *testing.T) {
 		errs[2] = math.Max(errs[2], math.Abs(pDagger[i]-(1-probs[y])))
 		errs[3] = math.Max(errs[3], math.Abs(q[i]-probs[y]*(1-probs[y])))
 		sumSq := 0.0
+		if rho[i*p.c+y] != 0 {
+			t.Errorf("example %d: ρ at the true class = %g, want exactly 0 (ρ has no true-class entry)", i, rho[i*p.c+y])
+		}
 		for c := range p.c {
 			want := 0.0
 			if c != y {
@@ -189,6 +192,37 @@ func TestMarginSaturatedFloat32(t *testing.T) {
 	check(t, "s vs float64 (relative)", relS, 1e-6)
 	check(t, "loss vs float64 (relative)", relLoss, 1e-6)
 	check(t, "p★, p†, q, ξ, ∇s vs float64 (absolute)", absP, 1e-6)
+}
+
+// TestMarginUnderflow checks that the competitor weights ρ are exactly 0 at the true class and
+// at competitors whose exponential underflows to 0 in the dtype (exp(−800), exp(−2000)), so that ρ
+// is exactly one-hot and ξ = 1 − ‖ρ‖² exactly 0 at saturation, in both builds (see compat.go:
+// compatSIMDExpUnderflow). The reference is IEEE arithmetic: e^{−800} rounds to 0 in float64 and
+// float32 alike.
+func TestMarginUnderflow(t *testing.T) {
+	logits := [][]float64{{5, 0, -800, -2000}, {0, -800, 3, -2000}, {-800, -2000, 1, 1}}
+	labels := []int32{0, 2, 0}
+	wantRho := [][]float64{{0, 1, 0, 0}, {1, 0, 0, 0}, {0, 0, 0.5, 0.5}}
+	wantXi := []float64{0, 0, 0.5}
+	for _, dtype := range []dtypes.DType{dtypes.Float64, dtypes.Float32} {
+		t.Run(dtype.String(), func(t *testing.T) {
+			out := run(t, func(in []*Node) []*Node {
+				m := gn.NewMargin(in[0], in[1])
+				return []*Node{m.Rho, m.Xi}
+			}, cast(logits, dtype), labels)
+			rho, xi := out[0], out[1]
+			for i := range logits {
+				for j, want := range wantRho[i] {
+					if got := rho[i*len(wantRho[i])+j]; got != want {
+						t.Errorf("example %d: ρ_%d = %g, want exactly %g (tolerance 0)", i, j, got, want)
+					}
+				}
+				if xi[i] != wantXi[i] {
+					t.Errorf("example %d: ξ = %g, want exactly %g (tolerance 0)", i, xi[i], wantXi[i])
+				}
+			}
+		})
+	}
 }
 
 // TestGradientCostRegression bounds the allocation of one gradient of the affine head

@@ -10,6 +10,7 @@ package gn
 import (
 	"math"
 
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/support/exceptions"
@@ -88,7 +89,7 @@ func NewMargin(logits, labels *Node) *Margin {
 	// finite competitor, so the shift m is finite.
 	competitors := Where(isTrue, Scalar(g, dtype, math.Inf(-1)), logits)
 	m := StopGradient(ReduceMax(competitors, -1))
-	shifted := Exp(Sub(competitors, ExpandAxes(m, -1))) // 0 at the true class
+	shifted := underflowingExp(Sub(competitors, ExpandAxes(m, -1))) // 0 at the true class
 	sumShifted := ReduceSum(shifted, -1)
 	zDagger := Add(m, Log(sumShifted))
 	s := Sub(zDagger, zStar)
@@ -122,4 +123,17 @@ func NewMargin(logits, labels *Node) *Margin {
 func (m *Margin) Gradient(lin Products) []*Node {
 	b := float64(m.S.Shape().Dim(0))
 	return MarginJacobian{Lin: lin, GradS: m.GradS}.VJP(MulScalar(m.PDagger, 1/b)) // scaled in row space: b entries
+}
+
+// underflowingExp returns Exp(x) with every entry whose exact value rounds to 0 in x's dtype
+// (x < ln of half the smallest subnormal; −∞ included) set to 0, as IEEE arithmetic gives it: a
+// backend's Exp may return a tiny number there instead (see fgn/compat.go: compatSIMDExpUnderflow),
+// and the competitor weights ρ must vanish at the true class and stay one-hot at saturation.
+func underflowingExp(x *Node) *Node {
+	smallest := math.SmallestNonzeroFloat64
+	if x.DType() != dtypes.Float64 { // float32's cutoff: below it, narrower dtypes underflow too
+		smallest = math.SmallestNonzeroFloat32
+	}
+	cutoff := math.Log(smallest) - math.Ln2 // ln(smallest/2): smallest/2 is 0 in float64
+	return Where(LessThan(x, Scalar(x.Graph(), x.DType(), cutoff)), ZerosLike(x), Exp(x))
 }

@@ -47,8 +47,9 @@ const (
 	// and Exp(−800), exactly 0 in float64, are 2.2250738585072542e-308, the smallest normal number
 	// (float32 and the build without SIMD give 0). Margin's competitor weights ρ would then not
 	// vanish at the true class, nor be one-hot at saturation, which Theorem 3.1's dropped term and
-	// ξ = 1 − ‖ρ‖² take as exact. gn.NewMargin (internal/gn/margin.go) sets the exponentials whose
-	// exact value rounds to 0 to 0 (underflowingExp). Checked: compute v0.1.14, AVX-512 and AVX2.
+	// ξ = 1 − ‖ρ‖² take as exact. gn.NewMargin (internal/gn/margin.go) sets ρ's entries whose
+	// exponential rounds to 0 to 0 (zeroUnderflow); ∇s sets its true-class entry, and ‖ρ‖² does
+	// not change by an entry of 2e-308. Checked: compute v0.1.14, AVX-512 and AVX2.
 	// Test: TestCompatSIMDExpUnderflow (SIMD build).
 	compatSIMDExpUnderflow = "SIMD float64 Exp returns the smallest normal number where it should underflow to 0"
 

@@ -89,7 +89,8 @@ func NewMargin(logits, labels *Node) *Margin {
 	// finite competitor, so the shift m is finite.
 	competitors := Where(isTrue, Scalar(g, dtype, math.Inf(-1)), logits)
 	m := StopGradient(ReduceMax(competitors, -1))
-	shifted := underflowingExp(Sub(competitors, ExpandAxes(m, -1))) // 0 at the true class
+	exponent := Sub(competitors, ExpandAxes(m, -1))
+	shifted := Exp(exponent) // 0 at the true class (up to compatSIMDExpUnderflow, see Rho below)
 	sumShifted := ReduceSum(shifted, -1)
 	zDagger := Add(m, Log(sumShifted))
 	s := Sub(zDagger, zStar)
@@ -108,11 +109,14 @@ func NewMargin(logits, labels *Node) *Margin {
 		PStar:   pStar,
 		PDagger: pDagger,
 		Q:       Mul(pStar, pDagger),
-		Rho:     rho,
-		Xi:      OneMinus(rhoNormSquared),
-		Loss:    loss,
-		GradS:   Where(isTrue, Scalar(g, dtype, -1), rho),
-		OneHot:  oneHot,
+		// The step reads ρ only through ∇s, whose true-class entry is set, and ‖ρ‖², which an
+		// entry of 2e-308 does not change; the exact zeros of ρ itself (for the dense forms) cost
+		// two b×C passes, which a graph that does not read Rho does not run.
+		Rho:    zeroUnderflow(exponent, rho),
+		Xi:     OneMinus(rhoNormSquared),
+		Loss:   loss,
+		GradS:  Where(isTrue, Scalar(g, dtype, -1), rho),
+		OneHot: oneHot,
 	}
 }
 
@@ -125,15 +129,15 @@ func (m *Margin) Gradient(lin Products) []*Node {
 	return MarginJacobian{Lin: lin, GradS: m.GradS}.VJP(MulScalar(m.PDagger, 1/b)) // scaled in row space: b entries
 }
 
-// underflowingExp returns Exp(x) with every entry whose exact value rounds to 0 in x's dtype
-// (x < ln of half the smallest subnormal; −∞ included) set to 0, as IEEE arithmetic gives it: a
-// backend's Exp may return a tiny number there instead (see fgn/compat.go: compatSIMDExpUnderflow),
-// and the competitor weights ρ must vanish at the true class and stay one-hot at saturation.
-func underflowingExp(x *Node) *Node {
+// zeroUnderflow returns x with 0 wherever exponent is below the underflow cutoff of its dtype
+// (ln of half the smallest subnormal; −∞ included), where exp(exponent), of which x is a multiple,
+// rounds to 0 in IEEE arithmetic: a backend's Exp may return a tiny number there instead (see
+// fgn/compat.go: compatSIMDExpUnderflow).
+func zeroUnderflow(exponent, x *Node) *Node {
 	smallest := math.SmallestNonzeroFloat64
-	if x.DType() != dtypes.Float64 { // float32's cutoff: below it, narrower dtypes underflow too
+	if exponent.DType() != dtypes.Float64 { // float32's cutoff: below it, narrower dtypes underflow too
 		smallest = math.SmallestNonzeroFloat32
 	}
 	cutoff := math.Log(smallest) - math.Ln2 // ln(smallest/2): smallest/2 is 0 in float64
-	return Where(LessThan(x, Scalar(x.Graph(), x.DType(), cutoff)), ZerosLike(x), Exp(x))
+	return Where(LessThan(exponent, Scalar(exponent.Graph(), exponent.DType(), cutoff)), ZerosLike(x), x)
 }

@@ -346,10 +346,11 @@ func TestDampingErrors(t *testing.T) {
 }
 
 // TestLMTelemetryState checks the telemetry an adaptive policy keeps in state variables for
-// callers without the step's Direction (train.Trainer): after each LM step of TestLMAdapts's
-// problem (λI damping and the floor's noise along ĝ, whose steps overshoot there), "gain_ratio"
-// holds that step's ρ (bit for bit, NaN included), "rejected_steps" the number of steps rejected
-// so far, and, for FGN at the GGN's step length, "step_length" the step's τ (others have none).
+// callers without the step's Direction (train.Trainer), as Optimizer.Telemetry reads it: after each
+// LM step of TestLMAdapts's problem (λI damping and the floor's noise along ĝ, whose steps
+// overshoot there), Damping is the step's next λ, GainRatio its ρ (bit for bit, NaN included),
+// RejectedSteps the number of steps rejected so far, SkippedSteps 0, and, for FGN at the GGN's
+// step length, StepLength the step's τ (others keep no "step_length" and read NaN).
 func TestLMTelemetryState(t *testing.T) {
 	const steps = 12
 	p := illConditioned()
@@ -358,26 +359,30 @@ func TestLMTelemetryState(t *testing.T) {
 			m := newOptModel(p, tc.mlp, false)
 			c := tc.opt().LearningRate(3).Damping(1e-2).CGMaxIterations(20).ScaledDamping(false).DampingPolicy(alongGradient())
 			opt := c.Done()
-			scope := "/" + c.scopeName + "/"
+			if tel := opt.Telemetry(m.store); tel.Damping != 1e-2 || !math.IsNaN(tel.GainRatio) || !math.IsNaN(tel.StepLength) ||
+				tel.RejectedSteps != 0 || tel.SkippedSteps != 0 {
+				t.Errorf("before the first step: telemetry %+v, want λ 0.01, NaN ρ and τ, no steps counted", tel)
+			}
+			kept := c.fgn && c.s.GGNStepLength
 			rejected := int64(0)
 			for k := range steps {
 				s := m.lmSteps(t, opt, p, 1)[0]
 				if !s.accepted {
 					rejected++
 				}
-				rho := flat64(m.store.GetVariable(scope + "gain_ratio").MustValue())[0]
-				n := tensors.ToScalar[int64](m.store.GetVariable(scope + "rejected_steps").MustValue())
-				if !(rho == s.rho || math.IsNaN(rho) && math.IsNaN(s.rho)) || n != rejected {
-					t.Errorf("step %d: gain_ratio %g, rejected_steps %d; want the step's ρ %g and %d", k, rho, n, s.rho, rejected)
+				tel := opt.Telemetry(m.store)
+				if !(tel.GainRatio == s.rho || math.IsNaN(tel.GainRatio) && math.IsNaN(s.rho)) || tel.RejectedSteps != rejected {
+					t.Errorf("step %d: GainRatio %g, RejectedSteps %d; want the step's ρ %g and %d", k, tel.GainRatio, tel.RejectedSteps, s.rho, rejected)
 				}
-				switch v, kept := m.store.GetVariable(scope+"step_length"), c.fgn && c.s.GGNStepLength; {
-				case kept && v == nil:
-					t.Errorf("step %d: no step_length variable", k)
-				case kept:
-					if tau := flat64(v.MustValue())[0]; tau != s.tau {
-						t.Errorf("step %d: step_length %g, want the step's τ %g", k, tau, s.tau)
-					}
-				case v != nil:
+				if tel.Damping != s.next || tel.SkippedSteps != 0 {
+					t.Errorf("step %d: Damping %g, SkippedSteps %d; want the step's next λ %g and 0", k, tel.Damping, tel.SkippedSteps, s.next)
+				}
+				switch {
+				case kept && tel.StepLength != s.tau:
+					t.Errorf("step %d: StepLength %g, want the step's τ %g", k, tel.StepLength, s.tau)
+				case !kept && !math.IsNaN(tel.StepLength):
+					t.Errorf("step %d: StepLength %g for a step without the GGN's step length, want NaN", k, tel.StepLength)
+				case !kept && m.store.GetVariable("/"+c.scopeName+"/step_length") != nil:
 					t.Errorf("step %d: a step without the GGN's step length keeps a step_length variable", k)
 				}
 			}

@@ -34,7 +34,7 @@
 //     word models at b = 128, the digits CNN's few steps at b = 512), SGN does better: FGN's
 //     true-vs-rest curvature sees only the wrong classes' mean, misses most of the GGN's there,
 //     and its steps lower the loss of the other batches little. Take SGN there. FGN's step
-//     length τ tells such a model apart (the state variable "step_length", see
+//     length τ tells such a model apart (Optimizer.Telemetry's StepLength, see
 //     GNConfig.GGNStepLength): the share of the GGN's curvature along the step that FGN's model
 //     holds, near 1 where FGN does well and far below it there. On a deep plain network whose
 //     logits start saturated (cifar's FNN example) a Gauss-Newton model fits the loss poorly and

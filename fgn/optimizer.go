@@ -10,7 +10,6 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/initializer"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
@@ -76,16 +75,16 @@ type Optimizer interface {
 	// residual, and the means of p_† and ξ. When Direction.Finite is false (a NaN or Inf in the
 	// loss, the direction or the CG residual, e.g. from a non-finite feature or an overflow), the
 	// step leaves every parameter and every warm-start state variable unchanged and adds 1 to
-	// SkippedSteps; the global step still counts it, as train.Loop does.
+	// Telemetry's SkippedSteps; the global step still counts it, as train.Loop does.
 	//
 	// It is a graph-building function and panics on error.
 	UpdateGraphWithLinearization(scope *model.Scope, lin Linearization, labels *Node) *Direction
 
-	// SkippedSteps returns how many steps in store were not taken because their direction was
-	// not finite (Direction.Finite false), since the optimizer's state was created or cleared:
-	// the int64 state variable "skipped_steps" under the optimizer's scope, which checkpoints
-	// keep. It is 0 before the first step.
-	SkippedSteps(store *model.Store) int64
+	// Telemetry returns what the optimizer keeps of its steps in store's state variables: λ, the
+	// last step's gain ratio ρ and FGN step length τ, and the counts of rejected and skipped
+	// steps since the state was created or cleared (see Telemetry). Before the first step it
+	// returns the initial λ, NaN for ρ and τ and no steps.
+	Telemetry(store *model.Store) Telemetry
 }
 
 var _ optimizer.Interface = (*gnOptimizer)(nil)
@@ -150,7 +149,7 @@ func (c *GNConfig) Damping(lambda float64) *GNConfig { c.s.Damping = lambda; ret
 // DampingPolicy sets how λ evolves from step to step (default LevenbergMarquardt; the paper's is
 // ConstantDamping). An adaptive policy keeps λ in the state variable "damping" under the
 // optimizer's scope, and its telemetry beside it: "gain_ratio" (the last step's ρ) and
-// "rejected_steps".
+// "rejected_steps" (Optimizer.Telemetry reads them).
 func (c *GNConfig) DampingPolicy(p DampingPolicy) *GNConfig { c.damping = p; return c }
 
 // CGMaxIterations sets the CG iteration cap (default 5).
@@ -171,7 +170,7 @@ func (c *GNConfig) CGStoppingRule(rule string) *GNConfig { c.s.CG.StoppingRule =
 // multiclass GGN model is least along it (default true; see Settings.GGNStepLength). The paper's
 // FGN (PaperSettings) does not. SGN ignores it. The last step's length τ is kept in the state
 // variable "step_length" under the optimizer's scope (NaN when the step was not finite), for
-// callers that step through UpdateGraph: for an exact direction τ = dᵀ(H_FGN + λS)d /
+// callers that step through UpdateGraph (Telemetry.StepLength): for an exact direction τ = dᵀ(H_FGN + λS)d /
 // dᵀ(H_GGN + λS)d, the share of the GGN's damped curvature along the step that FGN's model holds
 // (see Settings.GGNStepLength), and a τ that stays far
 // below 1 means FGN's true-vs-rest curvature misses most of the GGN's there (many classes
@@ -449,18 +448,10 @@ func (o *gnOptimizer) recordStepLength(store *model.Store, dir *Direction) {
 	v.SetNodeValue(Where(dir.Finite, tau, Scalar(tau.Graph(), tau.DType(), math.NaN())))
 }
 
-// skippedStepsVar returns the counter of SkippedSteps, created as 0 on first use.
+// skippedStepsVar returns the counter of Telemetry's SkippedSteps, created as 0 on first use.
 func (o *gnOptimizer) skippedStepsVar(store *model.Store) *model.Variable {
 	return store.Scope(path.Join("/", o.c.scopeName)).WithInitializer(initializer.Zero).
 		VariableWithShape("skipped_steps", shapes.Make(dtypes.Int64)).SetTrainable(false)
-}
-
-func (o *gnOptimizer) SkippedSteps(store *model.Store) int64 {
-	v := store.GetVariable(path.Join("/", o.c.scopeName, "skipped_steps"))
-	if v == nil {
-		return 0
-	}
-	return tensors.ToScalar[int64](v.MustValue())
 }
 
 // stateVariable returns the optimizer's non-trainable state variable name under the store scope

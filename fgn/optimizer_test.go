@@ -355,8 +355,8 @@ func TestNonFiniteStepChangesNothing(t *testing.T) {
 				if after := snapshot(); ref.RelErr(after, before) != 0 || len(after) != len(before) {
 					t.Errorf("a non-finite step changed the variables: relative change %g", ref.RelErr(after, before))
 				}
-				if n := opt.SkippedSteps(m.store); n != 1 {
-					t.Errorf("SkippedSteps = %d after one finite and one non-finite step, want 1", n)
+				if n := opt.Telemetry(m.store).SkippedSteps; n != 1 {
+					t.Errorf("Telemetry().SkippedSteps = %d after one finite and one non-finite step, want 1", n)
 				}
 			})
 		}

@@ -298,8 +298,8 @@ func TestTrainerNonFiniteStep(t *testing.T) {
 				case b.p != p && changed != 0:
 					t.Errorf("%s: %d variables changed, want none", what, changed)
 				}
-				if n := gn.SkippedSteps(m.store); n != b.skipped {
-					t.Errorf("%s: SkippedSteps = %d, want %d", what, n, b.skipped)
+				if n := gn.Telemetry(m.store).SkippedSteps; n != b.skipped {
+					t.Errorf("%s: Telemetry().SkippedSteps = %d, want %d", what, n, b.skipped)
 				}
 			}
 		}

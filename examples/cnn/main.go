@@ -11,9 +11,9 @@
 // softmax cross-entropy, which records them); Adam trains on the same loss.
 //
 // At the library's defaults, with nothing tuned, FGN and SGN end the 2 epochs above Adam at its
-// best learning rate. fgn computes the convolutions of its products as matrix products, so their
-// steps cost less than two of Adam's, whose reverse mode runs GoMLX's direct convolution
-// (BENCHMARKS.md, "The CNN example" and "Default settings").
+// best learning rate. fgn computes the convolutions of its products as matrix products; a step
+// costs a few of Adam's, whose reverse mode runs GoMLX's direct convolution (BENCHMARKS.md, "The
+// CNN example" and "Default settings").
 //
 //	go run ./examples/cnn [-epochs 2] [-batch 128] [-progress]
 package main

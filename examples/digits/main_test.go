@@ -25,5 +25,13 @@ func TestDigits(t *testing.T) {
 		if !(r.Accuracy >= minAccuracy) {
 			t.Errorf("%s: held-out accuracy %.3f, want ≥ %.2f", r.Method, r.Accuracy, minAccuracy)
 		}
+		// FGN's and SGN's telemetry: the defaults' λ is adaptive and positive, no step skipped;
+		// Adam keeps none.
+		switch tel := r.Telemetry; {
+		case (r.Method == "Adam") != (tel == nil):
+			t.Errorf("%s: telemetry %v, want it for FGN and SGN only", r.Method, tel)
+		case tel != nil && (!(tel.Damping > 0) || tel.SkippedSteps != 0):
+			t.Errorf("%s: telemetry %v, want λ > 0 and no skipped step", r.Method, tel)
+		}
 	}
 }

@@ -10,8 +10,8 @@
 // variable reaches, and FGN and SGN recognise the head in the graph: they step on its exact
 // Jacobian products, with nothing recorded by the model; FGN forms its b×b margin Gram in closed
 // form (the paper's appendix F.2) where that costs less than the products, which it does not at
-// C = 10 classes (fgn.CheaperRowOperator). FGN and SGN end above Adam, their steps costing about
-// one and a half of Adam's (BENCHMARKS.md, "The probe example"). The trainer's loss is fgn.Loss (the mean softmax
+// C = 10 classes (fgn.CheaperRowOperator). FGN and SGN end level with Adam or above it, their
+// steps costing more than Adam's (BENCHMARKS.md, "The probe example"). The trainer's loss is fgn.Loss (the mean softmax
 // cross-entropy, which records the logits and labels the curvature needs); Adam trains on the
 // same loss.
 //

@@ -3,7 +3,6 @@ package zoo
 import (
 	"fmt"
 	"math"
-	"path"
 	"time"
 
 	"github.com/gomlx/compute"
@@ -45,17 +44,17 @@ type Epoch struct {
 	// TrainLoss is the mean cross-entropy over the training part; HeldOutLoss and HeldOutAccuracy
 	// are over the held-out part.
 	TrainLoss, HeldOutLoss, HeldOutAccuracy float64
-	// Damping is an adaptive policy's λ at the end of the epoch and MeanRho the mean of the
-	// finite gain ratios of its steps (fgn's state variables "damping" and "gain_ratio"; NaN for
-	// other optimizers). Rejected and Skipped count the epoch's steps that the damping policy
-	// rejected and that were not finite ("rejected_steps", "skipped_steps"; 0 for others).
+	// Damping is λ at the end of the epoch and MeanRho the mean of the finite gain ratios of its
+	// steps (fgn.Optimizer.Telemetry after each step; NaN for other optimizers, MeanRho also for a
+	// constant λ). Rejected and Skipped count the epoch's steps that the damping policy rejected
+	// and that were not finite (0 for other optimizers).
 	Damping, MeanRho float64
-	// MeanStepLength is the mean of FGN's step lengths τ over the epoch's finite steps (fgn's state
-	// variable "step_length", see fgn.GNConfig.GGNStepLength; NaN for other optimizers).
+	// MeanStepLength is the mean of FGN's step lengths τ over the epoch's finite steps
+	// (fgn.Telemetry.StepLength; NaN for other optimizers).
 	MeanStepLength    float64
 	Rejected, Skipped int
-	// MinDamping is the smallest λ an adaptive policy set after any step of the epoch (NaN for
-	// other optimizers, and for epoch 0).
+	// MinDamping is the smallest λ after any step of the epoch (NaN for other optimizers, and for
+	// epoch 0).
 	MinDamping float64
 }
 
@@ -118,7 +117,8 @@ func Train(be compute.Backend, m Model, opt Optimizer, cfg Config) (*Run, error)
 		return nil, fmt.Errorf("zoo: %s: %w", m.Name, err)
 	}
 	trainEvalDS := trainDS.Copy().BatchSize(trainDS.NumExamples(), false)
-	trainer := newTrainer(be, m, opt, cfg.Seed, params)
+	inst := opt.New()
+	trainer := newTrainer(be, m, inst, cfg.Seed, params)
 	// The training step is compiled when it is created, for the batch's shapes, outside the clock.
 	var batchShapes []shapes.Shape
 	var compileErr error
@@ -133,7 +133,7 @@ func Train(be compute.Backend, m Model, opt Optimizer, cfg Config) (*Run, error)
 			}
 		}
 	})
-	tel := telemetry{store: trainer.Store()}
+	telemetry := func() fgn.Telemetry { return telemetryOf(inst, trainer.Store()) }
 	evaluate := func(e Epoch) error {
 		// A compiled evaluation graph keeps the variables' values of its first call
 		// (compatVariablesAsConstants in fgn/compat.go): every evaluation builds the trainer's
@@ -155,7 +155,7 @@ func Train(be compute.Backend, m Model, opt Optimizer, cfg Config) (*Run, error)
 	for epoch := 1; epoch <= epochs; epoch++ {
 		var rhos, taus []float64
 		minDamping := math.NaN()
-		rejected, skipped := tel.counts()
+		before := telemetry()
 		for b, err := range trainDS.Iter() {
 			if err != nil {
 				return nil, fmt.Errorf("zoo: %s: reading the training data: %w", m.Name, err)
@@ -182,13 +182,14 @@ func Train(be compute.Backend, m Model, opt Optimizer, cfg Config) (*Run, error)
 			for _, t := range metrics {
 				t.MustFinalizeAll()
 			}
-			if rho := tel.rho(); !math.IsNaN(rho) && !math.IsInf(rho, 0) {
+			tel := telemetry()
+			if rho := tel.GainRatio; !math.IsNaN(rho) && !math.IsInf(rho, 0) {
 				rhos = append(rhos, rho)
 			}
-			if tau := tel.stepLength(); !math.IsNaN(tau) {
+			if tau := tel.StepLength; !math.IsNaN(tau) {
 				taus = append(taus, tau)
 			}
-			if lambda := tel.damping(); !(lambda >= minDamping) { // NaN at first
+			if lambda := tel.Damping; !(lambda >= minDamping) { // NaN at first
 				minDamping = lambda
 			}
 			if math.IsNaN(float64(loss)) || math.IsInf(float64(loss), 0) {
@@ -199,10 +200,10 @@ func Train(be compute.Backend, m Model, opt Optimizer, cfg Config) (*Run, error)
 				break
 			}
 		}
-		e := Epoch{Epoch: epoch, Steps: steps, Seconds: seconds, Damping: tel.damping(), MeanRho: mean(rhos),
-			MinDamping: minDamping, MeanStepLength: mean(taus)}
-		rejectedNow, skippedNow := tel.counts()
-		e.Rejected, e.Skipped = rejectedNow-rejected, skippedNow-skipped
+		after := telemetry()
+		e := Epoch{Epoch: epoch, Steps: steps, Seconds: seconds, Damping: after.Damping, MeanRho: mean(rhos),
+			MinDamping: minDamping, MeanStepLength: mean(taus), Rejected: int(after.RejectedSteps - before.RejectedSteps),
+			Skipped: int(after.SkippedSteps - before.SkippedSteps)}
 		if err := evaluate(e); err != nil {
 			r.Failed = err.Error()
 			return r, nil
@@ -252,68 +253,23 @@ func NewTrainer(be compute.Backend, m Model, opt Optimizer, seed uint64) *train.
 	if err != nil {
 		panic(fmt.Errorf("zoo: %s: %w", m.Name, err))
 	}
-	return newTrainer(be, m, opt, seed, params)
+	return newTrainer(be, m, opt.New(), seed, params)
 }
 
-func newTrainer(be compute.Backend, m Model, opt Optimizer, seed uint64, taskParams map[string]any) *train.Trainer {
+func newTrainer(be compute.Backend, m Model, opt optimizer.Interface, seed uint64, taskParams map[string]any) *train.Trainer {
 	store := model.NewStore()
 	store.SetParam(model.ParamInitialSeed, int64(seed))
 	store.SetParams(taskParams)
 	store.SetParams(m.Params)
-	return train.NewTrainer(be, store, m.Fn, fgn.Loss, opt.New(), nil,
+	return train.NewTrainer(be, store, m.Fn, fgn.Loss, opt, nil,
 		[]metric.Interface{metric.NewSparseCategoricalAccuracy("Accuracy", "#acc")})
 }
 
-// telemetry reads fgn's optimizer state from a store: the variables "damping", "gain_ratio",
-// "step_length", "rejected_steps" and "skipped_steps" under the optimizer's scope, found by the
-// last once a step has created them. With another optimizer there are none: NaN and 0.
-type telemetry struct {
-	store  *model.Store
-	scope  string
-	looked bool // whether the scope was looked for after a step
-}
-
-func (t *telemetry) scalar(name string) float64 {
-	if !t.looked && t.store.GetVariable("/"+optimizer.GlobalStepVariableName) != nil {
-		t.looked = true
-		for v := range t.store.IterVariables() {
-			if v.Name() == "skipped_steps" && !v.Trainable {
-				t.scope = v.Scope()
-			}
-		}
+// telemetryOf returns the telemetry of an fgn optimizer (fgn.Optimizer.Telemetry), or, for
+// another optimizer, which keeps none, NaN for λ, ρ and τ and no steps counted.
+func telemetryOf(opt optimizer.Interface, store *model.Store) fgn.Telemetry {
+	if o, ok := opt.(fgn.Optimizer); ok {
+		return o.Telemetry(store)
 	}
-	if t.scope == "" {
-		return math.NaN()
-	}
-	v := t.store.GetVariable(path.Join(t.scope, name))
-	if v == nil {
-		return math.NaN()
-	}
-	switch x := v.MustValue().Value().(type) {
-	case float32:
-		return float64(x)
-	case float64:
-		return x
-	case int64:
-		return float64(x)
-	}
-	return math.NaN()
-}
-
-func (t *telemetry) damping() float64    { return t.scalar("damping") }
-func (t *telemetry) rho() float64        { return t.scalar("gain_ratio") }
-func (t *telemetry) stepLength() float64 { return t.scalar("step_length") }
-
-// counts returns the steps rejected and skipped so far.
-func (t *telemetry) counts() (rejected, skipped int) {
-	r, s := t.scalar("rejected_steps"), t.scalar("skipped_steps")
-	return int(zeroNaN(r)), int(zeroNaN(s))
-}
-
-// zeroNaN returns x, or 0 for NaN.
-func zeroNaN(x float64) float64 {
-	if math.IsNaN(x) {
-		return 0
-	}
-	return x
+	return fgn.Telemetry{Damping: math.NaN(), GainRatio: math.NaN(), StepLength: math.NaN()}
 }

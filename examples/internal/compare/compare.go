@@ -57,6 +57,9 @@ type Result struct {
 	HeldOutLoss, Accuracy float64
 	// TrainTime includes compiling the step; MedianStep is the loop's median step time.
 	TrainTime, MedianStep time.Duration
+	// Telemetry is an fgn optimizer's at the end of training (fgn.Optimizer.Telemetry: λ, the last
+	// step's ρ and τ, rejected and skipped steps); nil for other optimizers.
+	Telemetry *fgn.Telemetry
 }
 
 // Run trains a fresh model with every method, in order.
@@ -82,7 +85,8 @@ func TrainOne(be compute.Backend, cfg Config, m Model, method Method) (Result, e
 	}
 	store := model.NewStore()
 	store.SetParam(model.ParamInitialSeed, int64(cfg.Seed)) // the same initial weights for every method
-	trainer := train.NewTrainer(be, store, m, fgn.Loss, method.New(), nil,
+	opt := method.New()
+	trainer := train.NewTrainer(be, store, m, fgn.Loss, opt, nil,
 		[]metric.Interface{metric.NewSparseCategoricalAccuracy("Accuracy", "#acc")})
 	loop := train.NewLoop(trainer)
 	if cfg.Progress {
@@ -94,6 +98,10 @@ func TrainOne(be compute.Backend, cfg Config, m Model, method Method) (Result, e
 	}
 	r := Result{Method: method.Name, Steps: loop.LoopStep, TrainTime: time.Since(start),
 		MedianStep: loop.MedianTrainStepDuration()}
+	if o, ok := opt.(fgn.Optimizer); ok {
+		tel := o.Telemetry(store)
+		r.Telemetry = &tel
+	}
 	metrics, err := trainer.Eval(heldOutDS)
 	if err != nil {
 		return Result{}, err
@@ -103,12 +111,18 @@ func TrainOne(be compute.Backend, cfg Config, m Model, method Method) (Result, e
 	return r, nil
 }
 
-// Print writes the title and one line per method.
+// Print writes the title, one line per method and the fgn optimizers' telemetry at the end of
+// training.
 func Print(w io.Writer, title string, results []Result) {
 	fmt.Fprintln(w, title+": held-out accuracy and cross-entropy; training time includes compiling the step")
 	fmt.Fprintf(w, "%-5s %6s %10s %10s %11s %12s\n", "", "steps", "accuracy", "loss", "train time", "median step")
 	for _, r := range results {
 		fmt.Fprintf(w, "%-5s %6d %9.1f%% %10.4f %11s %12s\n", r.Method, r.Steps, 100*r.Accuracy, r.HeldOutLoss,
 			r.TrainTime.Round(time.Millisecond), r.MedianStep.Round(time.Microsecond))
+	}
+	for _, r := range results {
+		if r.Telemetry != nil {
+			fmt.Fprintf(w, "%s after its last step: %s\n", r.Method, r.Telemetry)
+		}
 	}
 }

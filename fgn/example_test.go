@@ -78,11 +78,16 @@ func Example_trainer() {
 			fmt.Printf("step %2d: loss %.2f\n", i, metrics[0].Value())
 		}
 	}
+	// What the optimizer keeps of its steps (its String form also gives λ): the last gain ratio ρ
+	// and step length τ, and the rejected and skipped steps.
+	tel := opt.Telemetry(trainer.Store())
+	fmt.Printf("ρ %.1f, τ %.1f, rejected %d, skipped %d\n", tel.GainRatio, tel.StepLength, tel.RejectedSteps, tel.SkippedSteps)
 	// Output:
 	// step  0: loss 1.44
 	// step 15: loss 0.31
 	// step 30: loss 0.14
 	// step 45: loss 0.07
+	// ρ 1.0, τ 0.9, rejected 0, skipped 0
 }
 
 // Example_closedForm supplies a closed-form linearisation: the model records its affine head

@@ -32,8 +32,9 @@ does not apply to the data or methods chosen (--dim with file data, --holdout wi
 pair, --damping with --method adam, ...) is an error. With --hidden (an MLP, which has no
 closed-form row Gram) the default methods train FGN with its matrix-free row operator.
 
-Each epoch's telemetry (mean batch loss, and for SGN and FGN the damping λ, the mean gain ratio ρ
-and the steps rejected or skipped) is printed as the run goes (not with --quiet). A run whose
+Each epoch's telemetry (mean batch loss, and for SGN and FGN the damping λ, the mean gain ratio ρ,
+FGN's mean step length τ with --ggn-step-length, and the steps rejected or skipped) is printed as
+the run goes (not with --quiet). A run whose
 training loss ends above where it started or not finite, or that took no step (every step skipped
 or rejected), gets a warning; with --fail-on-divergence the command then exits with status 1.
 `
@@ -290,7 +291,13 @@ func epochBar(w io.Writer, description string) (func(done, total int), func(trai
 		}
 		fmt.Fprintf(w, "%s epoch %d/%d: batch CE %.4g", description, r.Epoch, r.Epochs, r.BatchLoss)
 		if !math.IsNaN(r.Damping) {
-			fmt.Fprintf(w, ", λ %.3g, mean ρ %.3g, rejected %d", r.Damping, r.MeanRho, r.Rejected)
+			fmt.Fprintf(w, ", λ %.3g, mean ρ %.3g", r.Damping, r.MeanRho)
+		}
+		if !math.IsNaN(r.MeanStepLength) {
+			fmt.Fprintf(w, ", mean τ %.2f", r.MeanStepLength)
+		}
+		if !math.IsNaN(r.Damping) {
+			fmt.Fprintf(w, ", rejected %d", r.Rejected)
 		}
 		fmt.Fprintf(w, ", skipped %d\n", r.Skipped)
 	}

@@ -105,3 +105,37 @@ func TestRunWarns(t *testing.T) {
 		})
 	}
 }
+
+// TestEpochStepLength checks EpochReport.MeanStepLength: FGN at the GGN's step length reports a
+// mean τ in (0, 1] for every epoch, the paper's FGN (full length), SGN and Adam report NaN.
+func TestEpochStepLength(t *testing.T) {
+	trainSet, evalSet := problem(t, 96, 6, 4)
+	for _, tc := range []struct {
+		name string
+		m    method.Method
+		ggn  bool
+	}{
+		{"fgn at the GGN's step length", method.FGN, true},
+		{"fgn at full length", method.FGN, false},
+		{"sgn", method.SGN, false},
+		{"adam", method.Adam, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{Method: tc.m, Hyper: method.Paper(tc.m), BatchSize: 32, Epochs: 2, EvalEvery: 3, Seed: 5}
+			cfg.Hyper.GN.GGNStepLength = tc.ggn
+			var reports []EpochReport
+			cfg.OnEpoch = func(r EpochReport) { reports = append(reports, r) }
+			if _, err := Run(testBackend, cfg, trainSet, evalSet); err != nil {
+				t.Fatal(err)
+			}
+			if len(reports) != cfg.Epochs {
+				t.Fatalf("%d epoch reports, want %d", len(reports), cfg.Epochs)
+			}
+			for _, r := range reports {
+				if tau := r.MeanStepLength; tc.ggn != (tau > 0 && tau <= 1) || !tc.ggn && !math.IsNaN(tau) {
+					t.Errorf("epoch %d: mean τ %g, want one in (0, 1]: %v (NaN otherwise)", r.Epoch, tau, tc.ggn)
+				}
+			}
+		})
+	}
+}

@@ -107,6 +107,9 @@ type StepResult struct {
 	// PredictedDecrease, ActualDecrease and Rho the decreases of the batch loss and their gain
 	// ratio (fgn.DampingPolicy), NaN unless the damping policy is adaptive (all NaN for Adam).
 	Damping, NextDamping, PredictedDecrease, ActualDecrease, Rho float64
+	// StepLength is FGN's step length τ at the GGN's step length (fgn.Settings.GGNStepLength), NaN
+	// for a step without it (SGN, Adam, FGN at full length).
+	StepLength float64
 	// Finite is false when the loss, the direction (Adam: the gradient or an updated value) or the
 	// CG residual was not finite; Accepted is true when the step was taken. A step not taken
 	// changes nothing but an adaptive damping policy's λ.
@@ -212,6 +215,7 @@ func (s *Step) Run(k int) (StepResult, error) {
 	v := scalars(outs[:n-2])
 	r.Loss, r.CGIterations, r.CGResidual, r.MeanPDagger, r.MeanXi = v[0], v[1], v[2], v[3], v[4]
 	r.Damping, r.NextDamping, r.PredictedDecrease, r.ActualDecrease, r.Rho = v[5], v[6], v[7], v[8], v[9]
+	r.StepLength = v[10]
 	outs[n-2].FinalizeAll()
 	outs[n-1].FinalizeAll()
 	return r, nil
@@ -228,8 +232,8 @@ func (s *Step) Finalize() {
 }
 
 // gnStep builds the step of an fgn.Optimizer (FGN or SGN) and returns Step's outputs: loss, CG
-// iterations, CG residual, mean p_†, mean ξ, λ, next λ, predicted and actual decrease, ρ, finite
-// and accepted.
+// iterations, CG residual, mean p_†, mean ξ, λ, next λ, predicted and actual decrease, ρ, the
+// step length τ, finite and accepted.
 func gnStep(scope *model.Scope, gn fgn.Optimizer, lin fgn.Linearization, labels *Node) []*Node {
 	dir := gn.UpdateGraphWithLinearization(scope, lin, labels)
 	dd := dir.Damping
@@ -240,8 +244,8 @@ func gnStep(scope *model.Scope, gn fgn.Optimizer, lin fgn.Linearization, labels 
 		return x
 	}
 	return []*Node{dir.Loss, ConvertDType(dir.Iterations, dir.Loss.DType()), dir.Residual, dir.MeanPDagger,
-		dir.MeanXi, dd.Used, dd.Next, orNaN(dd.Predicted), orNaN(dd.Actual), orNaN(dd.Rho), dir.Finite,
-		dd.Accepted}
+		dir.MeanXi, dd.Used, dd.Next, orNaN(dd.Predicted), orNaN(dd.Actual), orNaN(dd.Rho), orNaN(dir.StepLength),
+		dir.Finite, dd.Accepted}
 }
 
 // adamStep builds Adam's step (adamUpdate) with hyper-parameters h on the batch gradient
@@ -256,7 +260,7 @@ func adamStep(scope *model.Scope, vars []*model.Variable, lin fgn.Linearization,
 	zero := ScalarZero(g, loss.DType())
 	nan := Scalar(g, loss.DType(), math.NaN())
 	return []*Node{loss, zero, zero, ReduceAllMean(margin.PDagger), ReduceAllMean(margin.Xi),
-		nan, nan, nan, nan, nan, finite, finite}
+		nan, nan, nan, nan, nan, nan, finite, finite}
 }
 
 // perBatch computes fn(x) for every static batch x once, returning the results and the time it took.

@@ -110,6 +110,9 @@ type EpochReport struct {
 	// of the epoch's steps whose ratio is finite (Point); both NaN for Adam, MeanRho also for a
 	// constant damping policy or when no ratio was finite.
 	Damping, MeanRho float64
+	// MeanStepLength is the mean of FGN's step lengths τ over the epoch's finite steps
+	// (StepResult.StepLength); NaN where no step has one.
+	MeanStepLength float64
 	// Skipped and Rejected count the epoch's steps that were not finite and that the damping
 	// policy rejected.
 	Skipped, Rejected int
@@ -268,9 +271,9 @@ func run(be compute.Backend, cfg Config, classes int, trainSet, evalSet *feature
 
 // epochTelemetry accumulates the steps of an epoch for its EpochReport.
 type epochTelemetry struct {
-	steps, rhos       int
-	lossSum, rhoSum   float64
-	skipped, rejected int
+	steps, rhos, taus       int
+	lossSum, rhoSum, tauSum float64
+	skipped, rejected       int
 }
 
 func (e *epochTelemetry) add(r StepResult) {
@@ -279,6 +282,10 @@ func (e *epochTelemetry) add(r StepResult) {
 	if !math.IsNaN(r.Rho) && !math.IsInf(r.Rho, 0) {
 		e.rhos++
 		e.rhoSum += r.Rho
+	}
+	if r.Finite && !math.IsNaN(r.StepLength) {
+		e.taus++
+		e.tauSum += r.StepLength
 	}
 	switch {
 	case !r.Finite:
@@ -293,8 +300,12 @@ func (e *epochTelemetry) report(epoch, epochs int, damping float64) EpochReport 
 	if e.rhos > 0 {
 		meanRho = e.rhoSum / float64(e.rhos)
 	}
+	meanTau := math.NaN()
+	if e.taus > 0 {
+		meanTau = e.tauSum / float64(e.taus)
+	}
 	return EpochReport{Epoch: epoch, Epochs: epochs, BatchLoss: e.lossSum / float64(e.steps), Damping: damping,
-		MeanRho: meanRho, Skipped: e.skipped, Rejected: e.rejected}
+		MeanRho: meanRho, MeanStepLength: meanTau, Skipped: e.skipped, Rejected: e.rejected}
 }
 
 // evaluator computes the mean cross-entropy on both splits and the accuracy on the held-out one

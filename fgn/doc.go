@@ -70,7 +70,8 @@
 //     metric.go: the damping metric (Settings.ScaledDamping, ScaledDampingPerEntry). momentum.go:
 //     the exponential average of the steps (Settings.Momentum).
 //   - optimizer.go, loss.go: FGN and SGN as GoMLX optimizers (optimizer.Interface), with Loss as
-//     the trainer's loss; state lives in variables, so checkpoints restore it.
+//     the trainer's loss; state lives in variables, so checkpoints restore it. telemetry.go:
+//     Telemetry, what the optimizer keeps of its steps (λ, ρ, τ, rejected and skipped steps).
 //     regularisation.go: the terms of GoMLX's L2 and L1 regularisers that the loss may add, which
 //     the step takes with their exact gradient and the L2 terms' Hessian (see Optimizer).
 //   - params.go: the hyper-parameters read from the model scope (Param*, GNConfig.FromScope), which

@@ -92,8 +92,9 @@ func ablations() []Optimizer {
 // Alternatives are settings tried against the defaults that the defaults leave off (the sweep's
 // -alternatives adds them to the candidates): FGN and SGN stepping along the exponential average
 // of their steps ("β=0.9", Settings.Momentum 0.9), FGN with the damping metric per entry ("per
-// entry", Settings.ScaledDampingPerEntry), FGN and SGN with both, and the noise floor's scale κ
-// (LMDamping.NoiseFloor) below and above the defaults' 1 ("κ=0.5").
+// entry", Settings.ScaledDampingPerEntry), FGN and SGN with both, the noise floor's scale κ
+// (LMDamping.NoiseFloor) below and above the defaults' 1 ("κ=0.5"), and FGN with fewer CG
+// iterations than the defaults' 5, cheaper steps ("CG≤2", CGSettings.MaxIterations 2).
 var Alternatives = []Optimizer{
 	GN("FGN β=0.9", func() *fgn.GNConfig { return fgn.FGN().Momentum(0.9) }),
 	GN("SGN β=0.9", func() *fgn.GNConfig { return fgn.SGN().Momentum(0.9) }),
@@ -104,6 +105,8 @@ var Alternatives = []Optimizer{
 	GN("FGN κ=0.5", func() *fgn.GNConfig { return fgn.FGN().DampingPolicy(noiseFloor(0.5)) }),
 	GN("SGN κ=0.5", func() *fgn.GNConfig { return fgn.SGN().DampingPolicy(noiseFloor(0.5)) }),
 	GN("FGN κ=2", func() *fgn.GNConfig { return fgn.FGN().DampingPolicy(noiseFloor(2)) }),
+	GN("FGN CG≤2", func() *fgn.GNConfig { return fgn.FGN().CGMaxIterations(2) }),
+	GN("FGN CG≤3", func() *fgn.GNConfig { return fgn.FGN().CGMaxIterations(3) }),
 }
 
 // noiseFloor returns fgn.LevenbergMarquardt() with the noise floor's scale κ.

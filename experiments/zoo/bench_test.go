@@ -85,6 +85,56 @@ func BenchmarkModelZoo(b *testing.B) {
 	}
 }
 
+// stepParts are FGN's defaults and the defaults without one of their parts each, for
+// BenchmarkStepParts, with Adam (the learning rate does not change its cost) for reference.
+var stepParts = []Optimizer{
+	{"FGN()", func() optimizer.Interface { return fgn.FGN().Done() }},
+	{"without the damping metric", func() optimizer.Interface { return fgn.FGN().ScaledDamping(false).Done() }},
+	{"at full length", func() optimizer.Interface { return fgn.FGN().GGNStepLength(false).Done() }},
+	{"ν along the gradient", func() optimizer.Interface {
+		lm := fgn.LevenbergMarquardt()
+		lm.WholeVariance = false
+		return fgn.FGN().DampingPolicy(lm).Done()
+	}},
+	{"constant λ at full length", func() optimizer.Interface {
+		return fgn.FGN().DampingPolicy(fgn.ConstantDamping{}).GGNStepLength(false).Done()
+	}},
+	{"Adam", func() optimizer.Interface { return optimizer.Adam().Done() }},
+}
+
+// BenchmarkStepParts times a training step of the digits MLPs (BenchmarkModelZoo's batch, state
+// and timing) with FGN's defaults and with each of their parts left out in turn (stepParts): the
+// damping metric (Settings.ScaledDamping), the GGN's step length (Settings.GGNStepLength, one JVP
+// of the direction), the whole-variance noise estimate (LMDamping.WholeVariance, one VJP of a
+// random-sign probe), and Levenberg-Marquardt itself with the step length (its trial loss, one
+// forward pass at the updated parameters, and its noise estimate), beside Adam's. On these small
+// models a step's time is mostly the backend's per-operation overhead, so each part costs what its
+// operations do more than what its products do.
+func BenchmarkStepParts(b *testing.B) {
+	x, y := benchData(b)
+	for _, m := range benchModels() {
+		if m.Name != "relu-mlp" && m.Name != "tanh-mlp" {
+			continue
+		}
+		for _, opt := range stepParts {
+			b.Run(m.Name+"/"+opt.Name, func(b *testing.B) {
+				trainer := NewTrainer(testBackend, m, opt, 1)
+				step := func() error {
+					_, err := trainer.TrainStep(train.Batch{
+						Inputs: []*tensors.Tensor{tensors.FromFlatDataAndDimensions(slices.Clone(x), benchBatch, digits.Pixels)},
+						Labels: []*tensors.Tensor{tensors.FromFlatDataAndDimensions(slices.Clone(y), benchBatch, 1)},
+					})
+					return err
+				}
+				if _, _, err := timeFromState(b, testBackend, trainer.Store(), step); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/step")
+			})
+		}
+	}
+}
+
 // unrolled is an autodiff linearisation without its WhileSafe method: CG is unrolled and every
 // iteration up to the cap is computed, masked once CG has stopped.
 type unrolled struct{ fgn.LogitsEvaluator }

@@ -5,6 +5,7 @@
 package layerzoo
 
 import (
+	"github.com/gomlx/gomlx/ml/layers/kan"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -157,6 +158,20 @@ var Cases = []Case{
 	{"Embedding max over a sequence, ties, then LayerNorm", []int{6, 8}, 3, NodeTypeFusedLayerNorm, func(scope *model.Scope, x *Node) *Node {
 		e := layers.Embedding(scope.In("emb"), x, dtypes.Float64, 3, 4)
 		return Head(scope, layernorm.LayerNorm(scope.In("norm"), ReduceMax(e, 1), -1).Done())
+	}},
+	// GoMLX's KAN layers (kan.New), with one hidden layer: B-spline bases selected per interval
+	// (Where), GR-KAN's rational functions with the safe denominator 1 + |Q| (Abs), and the
+	// piecewise-linear variant's clamped segments (Min).
+	{"KAN b-spline", []int{6, 5}, 0, NodeTypeWhere, func(scope *model.Scope, x *Node) *Node {
+		return Head(scope, kan.New(scope.In("kan"), x, 4).NumHiddenLayers(1, 3).Done())
+	}},
+	{"KAN rational", []int{6, 5}, 0, NodeTypeAbs, func(scope *model.Scope, x *Node) *Node {
+		scope.SetParam(kan.ParamRational, true)
+		return Head(scope, kan.New(scope.In("kan"), x, 4).NumHiddenLayers(1, 3).Done())
+	}},
+	{"KAN piecewise-linear", []int{6, 5}, 0, NodeTypeMin, func(scope *model.Scope, x *Node) *Node {
+		scope.SetParam(kan.ParamPiecewiseLinear, true)
+		return Head(scope, kan.New(scope.In("kan"), x, 4).NumHiddenLayers(1, 3).Done())
 	}},
 }
 

@@ -52,13 +52,7 @@ func BenchmarkModelZoo(b *testing.B) {
 				memprobe.Settle()
 				baseline := memprobe.HeapBytes()
 				trainer := NewTrainer(be, m, opt, 1)
-				step := func() error {
-					_, err := trainer.TrainStep(train.Batch{
-						Inputs: []*tensors.Tensor{tensors.FromFlatDataAndDimensions(slices.Clone(x), benchBatch, digits.Pixels)},
-						Labels: []*tensors.Tensor{tensors.FromFlatDataAndDimensions(slices.Clone(y), benchBatch, 1)},
-					})
-					return err
-				}
+				step := benchStep(trainer, x, y)
 				restore, cpu, err := timeFromState(b, be, trainer.Store(), step)
 				if err != nil {
 					b.Fatal(err)
@@ -82,6 +76,19 @@ func BenchmarkModelZoo(b *testing.B) {
 				b.ReportMetric(mib(heapPeak, baseline), "MiB-heap-peak")
 			})
 		}
+	}
+}
+
+// benchStep returns one training step of trainer (train.Trainer.TrainStep, the step train.Loop
+// runs) on the benchmarks' batch, images x and labels y (benchData), given as fresh tensors each
+// time: the Trainer takes ownership of them.
+func benchStep(trainer *train.Trainer, x []float32, y []int32) func() error {
+	return func() error {
+		_, err := trainer.TrainStep(train.Batch{
+			Inputs: []*tensors.Tensor{tensors.FromFlatDataAndDimensions(slices.Clone(x), benchBatch, digits.Pixels)},
+			Labels: []*tensors.Tensor{tensors.FromFlatDataAndDimensions(slices.Clone(y), benchBatch, 1)},
+		})
+		return err
 	}
 }
 
@@ -119,14 +126,7 @@ func BenchmarkStepParts(b *testing.B) {
 		for _, opt := range stepParts {
 			b.Run(m.Name+"/"+opt.Name, func(b *testing.B) {
 				trainer := NewTrainer(testBackend, m, opt, 1)
-				step := func() error {
-					_, err := trainer.TrainStep(train.Batch{
-						Inputs: []*tensors.Tensor{tensors.FromFlatDataAndDimensions(slices.Clone(x), benchBatch, digits.Pixels)},
-						Labels: []*tensors.Tensor{tensors.FromFlatDataAndDimensions(slices.Clone(y), benchBatch, 1)},
-					})
-					return err
-				}
-				if _, _, err := timeFromState(b, testBackend, trainer.Store(), step); err != nil {
+				if _, _, err := timeFromState(b, testBackend, trainer.Store(), benchStep(trainer, x, y)); err != nil {
 					b.Fatal(err)
 				}
 				b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/step")

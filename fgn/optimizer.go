@@ -170,12 +170,11 @@ func (c *GNConfig) CGStoppingRule(rule string) *GNConfig { c.s.CG.StoppingRule =
 // multiclass GGN model is least along it (default true; see Settings.GGNStepLength). The paper's
 // FGN (PaperSettings) does not. SGN ignores it. The last step's length τ is kept in the state
 // variable "step_length" under the optimizer's scope (NaN when the step was not finite), for
-// callers that step through UpdateGraph (Telemetry.StepLength): for an exact direction τ = dᵀ(H_FGN + λS)d /
-// dᵀ(H_GGN + λS)d, the share of the GGN's damped curvature along the step that FGN's model holds
-// (see Settings.GGNStepLength), and a τ that stays far
-// below 1 means FGN's true-vs-rest curvature misses most of the GGN's there (many classes
-// whose probability is spread over the wrong ones): SGN is then the better choice
-// (BENCHMARKS.md, "A larger batch").
+// callers that step through UpdateGraph (Telemetry.StepLength). For an exact direction
+// τ = dᵀ(H_FGN + λS)d / dᵀ(H_GGN + λS)d, the share of the GGN's damped curvature along the step
+// that FGN's model holds (see Settings.GGNStepLength); a τ that stays far below 1 means FGN's
+// true-vs-rest curvature misses most of the GGN's there (many classes whose probability is spread
+// over the wrong ones): SGN is then the better choice (BENCHMARKS.md, "A larger batch").
 func (c *GNConfig) GGNStepLength(on bool) *GNConfig { c.s.GGNStepLength = on; return c }
 
 // ScaledDamping sets whether the optimizer damps each parameter tensor by λ times its

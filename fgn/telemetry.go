@@ -66,8 +66,6 @@ func (o *gnOptimizer) Telemetry(store *model.Store) Telemetry {
 			return float64(x), true
 		case float64:
 			return x, true
-		case int64:
-			return float64(x), true
 		}
 		return math.NaN(), false
 	}

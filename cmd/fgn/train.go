@@ -34,9 +34,9 @@ closed-form row Gram) the default methods train FGN with its matrix-free row ope
 
 Each epoch's telemetry (mean batch loss, and for SGN and FGN the damping λ, the mean gain ratio ρ,
 FGN's mean step length τ with --ggn-step-length, and the steps rejected or skipped) is printed as
-the run goes (not with --quiet). A run whose
-training loss ends above where it started or not finite, or that took no step (every step skipped
-or rejected), gets a warning; with --fail-on-divergence the command then exits with status 1.
+the run goes (not with --quiet). A run whose training loss ends above where it started or not
+finite, or that took no step (every step skipped or rejected), gets a warning; with
+--fail-on-divergence the command then exits with status 1.
 `
 
 // setLearningRate sets the step size α of every method.

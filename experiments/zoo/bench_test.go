@@ -106,6 +106,10 @@ var stepParts = []Optimizer{
 	{"constant λ at full length", func() optimizer.Interface {
 		return fgn.FGN().DampingPolicy(fgn.ConstantDamping{}).GGNStepLength(false).Done()
 	}},
+	{"FGN(), 1 CG iteration", func() optimizer.Interface { return fgn.FGN().CGMaxIterations(1).Done() }},
+	{"constant λ at full length, 1 CG iteration", func() optimizer.Interface {
+		return fgn.FGN().DampingPolicy(fgn.ConstantDamping{}).GGNStepLength(false).CGMaxIterations(1).Done()
+	}},
 	{"Adam", func() optimizer.Interface { return optimizer.Adam().Done() }},
 }
 
@@ -114,7 +118,9 @@ var stepParts = []Optimizer{
 // damping metric (Settings.ScaledDamping), the GGN's step length (Settings.GGNStepLength, one JVP
 // of the direction), the whole-variance noise estimate (LMDamping.WholeVariance, one VJP of a
 // random-sign probe), and Levenberg-Marquardt itself with the step length (its trial loss, one
-// forward pass at the updated parameters, and its noise estimate), beside Adam's. On these small
+// forward pass at the updated parameters, and its noise estimate), beside Adam's. Since λ sets
+// how many CG iterations a step makes, the last two time FGN() and the constant-λ step at one CG
+// iteration each, which leaves Levenberg-Marquardt's own cost as their difference. On these small
 // models a step's time is mostly the backend's per-operation overhead, so each part costs what its
 // operations do more than what its products do.
 func BenchmarkStepParts(b *testing.B) {

@@ -3,7 +3,8 @@
 // an integer count in [0, 16]. The data is embedded in the package, so it is available offline;
 // README.md beside this file gives its provenance, checksum and licence (CC BY 4.0). Split and
 // Datasets give the standardised training and held-out parts that the examples and the model zoo
-// (experiments/zoo) train and evaluate on.
+// (experiments/zoo) train and evaluate on; SplitUnitRange and UnitRangeDatasets the same parts
+// with the pixels scaled to [−1, 1], as GoMLX's KAN example feeds them.
 package digits
 
 import (
@@ -91,6 +92,29 @@ const HeldOutFraction = 0.2
 // standardised per pixel with the training part's mean and standard deviation (a pixel constant
 // over the training part is only centred).
 func Split(seed uint64) (trainSet, heldOut *features.Set, err error) {
+	return split(seed, func(trainSet, heldOut *features.Set) error {
+		_, _, err := features.Standardize(trainSet, heldOut)
+		return err
+	})
+}
+
+// SplitUnitRange is Split with the pixels scaled to [−1, 1] instead of standardised, as GoMLX's
+// cifar example scales its pixels for its KAN model (2x − 1 of x ∈ [0, 1]): each count v ∈ [0, 16]
+// becomes v/8 − 1. The scaling is fixed, so it needs no statistics of the training part.
+func SplitUnitRange(seed uint64) (trainSet, heldOut *features.Set, err error) {
+	return split(seed, func(trainSet, heldOut *features.Set) error {
+		for _, s := range []*features.Set{trainSet, heldOut} {
+			for k, v := range s.X {
+				s.X[k] = v/8 - 1
+			}
+		}
+		return nil
+	})
+}
+
+// split loads the data set, holds out a stratified HeldOutFraction by seed and scales both parts'
+// pixels with scale.
+func split(seed uint64, scale func(trainSet, heldOut *features.Set) error) (trainSet, heldOut *features.Set, err error) {
 	all, err := Load()
 	if err != nil {
 		return nil, nil, err
@@ -98,7 +122,7 @@ func Split(seed uint64) (trainSet, heldOut *features.Set, err error) {
 	if trainSet, heldOut, err = features.StratifiedSplit(all, HeldOutFraction, seed); err != nil {
 		return nil, nil, fmt.Errorf("digits: %w", err)
 	}
-	if _, _, err := features.Standardize(trainSet, heldOut); err != nil {
+	if err := scale(trainSet, heldOut); err != nil {
 		return nil, nil, fmt.Errorf("digits: %w", err)
 	}
 	return trainSet, heldOut, nil
@@ -109,7 +133,18 @@ func Split(seed uint64) (trainSet, heldOut *features.Set, err error) {
 // epoch by a generator seeded with seed (the last partial batch is dropped, so every step sees
 // the same shapes), and the held-out part as a single batch, for train.Trainer.Eval.
 func Datasets(be compute.Backend, batch int, seed uint64) (trainDS, heldOutDS *dataset.InMemoryDataset, err error) {
-	trainSet, heldOut, err := Split(seed)
+	return datasets(be, batch, seed, Split)
+}
+
+// UnitRangeDatasets is Datasets of SplitUnitRange(seed): the pixels in [−1, 1].
+func UnitRangeDatasets(be compute.Backend, batch int, seed uint64) (trainDS, heldOutDS *dataset.InMemoryDataset, err error) {
+	return datasets(be, batch, seed, SplitUnitRange)
+}
+
+// datasets returns the parts that split gives for seed as Datasets describes.
+func datasets(be compute.Backend, batch int, seed uint64, split func(uint64) (*features.Set, *features.Set, error)) (
+	trainDS, heldOutDS *dataset.InMemoryDataset, err error) {
+	trainSet, heldOut, err := split(seed)
 	if err != nil {
 		return nil, nil, err
 	}

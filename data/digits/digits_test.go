@@ -6,8 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"math"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fgn-paper/fgn/features"
 )
 
 // TestLoad checks the embedded file against the checksum in README.md and the loaded set's
@@ -101,6 +104,41 @@ func TestSplit(t *testing.T) {
 		mean, variance := sum/float64(trainSet.N), sq/float64(trainSet.N)
 		if math.Abs(mean) > 1e-5 || (math.Abs(variance-1) > 1e-4 && variance > 1e-10) {
 			t.Errorf("pixel %d: training mean %g and mean square %g, want 0 and 1 (or 0 if constant)", k, mean, variance)
+		}
+	}
+}
+
+// TestSplitUnitRange checks that SplitUnitRange holds out the examples Split holds out, with each
+// pixel count v of the raw data (the same split of Load, unscaled) as v/8 − 1.
+func TestSplitUnitRange(t *testing.T) {
+	const seed = 2
+	trainSet, heldOut, err := SplitUnitRange(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rawTrain, rawHeldOut, err := features.StratifiedSplit(all, HeldOutFraction, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdTrain, stdHeldOut, err := Split(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range []struct {
+		name          string
+		got, raw, std *features.Set
+	}{{"training", trainSet, rawTrain, stdTrain}, {"held-out", heldOut, rawHeldOut, stdHeldOut}} {
+		if !slices.Equal(part.got.Y, part.std.Y) {
+			t.Errorf("%s part: labels differ from Split's", part.name)
+		}
+		for k, v := range part.got.X {
+			if want := float64(part.raw.X[k])/8 - 1; float64(v) != want || v < -1 || v > 1 {
+				t.Fatalf("%s part: pixel value %d is %g, want %g (tolerance 0) in [−1, 1]", part.name, k, v, want)
+			}
 		}
 	}
 }

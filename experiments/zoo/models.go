@@ -7,6 +7,8 @@ package zoo
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -15,6 +17,7 @@ import (
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/layers/attention"
 	"github.com/gomlx/gomlx/ml/layers/fnn"
+	"github.com/gomlx/gomlx/ml/layers/kan"
 	"github.com/gomlx/gomlx/ml/layers/norm"
 	"github.com/gomlx/gomlx/ml/model"
 
@@ -78,6 +81,47 @@ var Models = []Model{
 		Params: readOut},
 	{Name: "bag-of-embeddings", Example: "imdb BagOfWordsModelGraph", Task: Words, Batch: 32, Epochs: 5,
 		Fn: bagOfEmbeddings, Params: readOut},
+}
+
+// KANModels are GoMLX's Kolmogorov-Arnold networks (kan.New) at the configuration of its cifar
+// example's KAN model (cifar/demo: 4 hidden layers of 64, residual connections, the mean over
+// the inputs, 10 control points, swish, B-spline degree 2 with an L1 term of 1e-5 on its
+// magnitudes, batches of 64), on the digits with the pixels scaled to [−1, 1] as that example
+// scales its images (DigitsUnitRange), for 5 epochs of 22 steps:
+//   - kan-bspline: B-spline functions (kan.New's default);
+//   - kan-rational: GR-KAN's rational functions (kan.ParamRational);
+//   - kan-piecewise-linear: piecewise-linear functions with trainable split points
+//     (kan.ParamPiecewiseLinear);
+//   - kan-rational-standardised: kan-rational on the standardised pixels of Digits, as the
+//     other digits models take them, whose tails reach tens of standard deviations, and their
+//     powers in the rational functions far more.
+//
+// They are not among Models, whose sweep chooses the defaults: Sweep trains them when named
+// (SelectModels).
+var KANModels = []Model{
+	{Name: "kan-bspline", Example: "cifar C10PlainModelGraph (kan.New)", Task: DigitsUnitRange, Batch: 64, Epochs: 5,
+		Fn: kanModel, Params: kanParams(nil)},
+	{Name: "kan-rational", Example: "cifar C10PlainModelGraph (kan.New, GR-KAN)", Task: DigitsUnitRange, Batch: 64,
+		Epochs: 5, Fn: kanModel, Params: kanParams(map[string]any{kan.ParamRational: true})},
+	{Name: "kan-piecewise-linear", Example: "cifar C10PlainModelGraph (kan.New, PWL-KAN)", Task: DigitsUnitRange,
+		Batch: 64, Epochs: 5, Fn: kanModel, Params: kanParams(map[string]any{kan.ParamPiecewiseLinear: true})},
+	{Name: "kan-rational-standardised", Example: "cifar C10PlainModelGraph (kan.New, GR-KAN)", Task: Digits,
+		Batch: 64, Epochs: 5, Fn: kanModel, Params: kanParams(map[string]any{kan.ParamRational: true})},
+}
+
+// kanParams returns the hyper-parameters of GoMLX's cifar KAN example with variant's added.
+func kanParams(variant map[string]any) map[string]any {
+	p := map[string]any{kan.ParamNumHiddenLayers: 4, kan.ParamNumHiddenNodes: 64, kan.ParamResidual: true,
+		kan.ParamMean: true, kan.ParamNumControlPoints: 10, kan.ParamBSplineDegree: 2,
+		kan.ParamBSplineMagnitudeL1: 1e-5, activation.ParamActivation: "swish", layers.ParamNormalization: "none"}
+	maps.Copy(p, variant)
+	return p
+}
+
+// kanModel is GoMLX's cifar KAN model on the digits: kan.New configured by the scope's
+// hyper-parameters (KANModels).
+func kanModel(scope *model.Scope, x *Node) *Node {
+	return kan.New(scope, x, digits.Classes).Done()
 }
 
 // readOut is the configuration of fnn.New with which GoMLX's imdb example reads out its models.
@@ -165,15 +209,16 @@ func bagOfEmbeddings(scope *model.Scope, ids *Node) *Node {
 	return readOutLogits(scope, ReduceMax(e, 1))
 }
 
-// ModelByName returns the zoo's model called name.
+// ModelByName returns the zoo's model called name, one of Models or KANModels.
 func ModelByName(name string) (Model, error) {
-	for _, m := range Models {
+	all := slices.Concat(Models, KANModels)
+	for _, m := range all {
 		if m.Name == name {
 			return m, nil
 		}
 	}
-	names := make([]string, len(Models))
-	for k, m := range Models {
+	names := make([]string, len(all))
+	for k, m := range all {
 		names[k] = m.Name
 	}
 	return Model{}, fmt.Errorf("zoo: unknown model %q (want one of %v)", name, names)

@@ -3,6 +3,7 @@ package zoo
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -184,7 +185,8 @@ func SelectOptimizers(candidates []Optimizer, patterns string) ([]Optimizer, err
 	return chosen, nil
 }
 
-// SelectModels returns the models named in the comma-separated list names, in the zoo's order.
+// SelectModels returns the models of Models and KANModels named in the comma-separated list
+// names, in the zoo's order.
 func SelectModels(list string) ([]Model, error) {
 	var chosen []Model
 	for _, name := range strings.Split(list, ",") {
@@ -192,7 +194,7 @@ func SelectModels(list string) ([]Model, error) {
 			return nil, err
 		}
 	}
-	for _, m := range Models {
+	for _, m := range slices.Concat(Models, KANModels) {
 		for _, name := range strings.Split(list, ",") {
 			if strings.TrimSpace(name) == m.Name {
 				chosen = append(chosen, m)

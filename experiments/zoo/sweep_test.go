@@ -162,6 +162,10 @@ func TestSelect(t *testing.T) {
 	if ms, err := SelectModels("transformer,relu-mlp"); err != nil || len(ms) != 2 || ms[0].Name != "relu-mlp" {
 		t.Errorf("SelectModels: %v, %v; want relu-mlp and transformer in the zoo's order", ms, err)
 	}
+	if ms, err := SelectModels("kan-rational, linear"); err != nil || len(ms) != 2 || ms[0].Name != "linear" ||
+		ms[1].Name != "kan-rational" || ms[1].Task != DigitsUnitRange {
+		t.Errorf("SelectModels: %v, %v; want linear, then kan-rational of KANModels on the pixels in [−1, 1]", ms, err)
+	}
 	if _, err := SelectModels("resnet-50"); err == nil || !strings.Contains(err.Error(), `unknown model "resnet-50"`) {
 		t.Errorf("SelectModels of an unknown model: %v", err)
 	}

@@ -33,6 +33,11 @@ var (
 	Digits = &Task{Name: "digits", Classes: digits.Classes, Describe: "UCI digits, 64 standardised pixels",
 		load:   digits.Datasets,
 		params: func() (map[string]any, error) { return nil, nil }}
+	// DigitsUnitRange is data/digits with the pixels scaled to [−1, 1] (digits.UnitRangeDatasets),
+	// as GoMLX's cifar example scales its images for its KAN model.
+	DigitsUnitRange = &Task{Name: "digits-unit-range", Classes: digits.Classes,
+		Describe: "UCI digits, 64 pixels scaled to [−1, 1]", load: digits.UnitRangeDatasets,
+		params: func() (map[string]any, error) { return nil, nil }}
 	// Words is data/words at its default size: words of 20 languages as words.Length character
 	// ids, 4000 training and 1000 held-out words.
 	Words = &Task{Name: "words", Classes: len(words.Languages), Describe: "hunspell words, 16 character ids",

@@ -142,6 +142,36 @@ func TestZooDamping(t *testing.T) {
 	}
 }
 
+// TestKANModels trains every model of KANModels for 5 steps with FGN().Done() and SGN().Done()
+// (GoMLX's KAN layers, the B-spline one with its L1 regularisation term) and checks that no run
+// went wrong, as TestZooDamping does: the step was built and run, every batch loss was finite,
+// the training loss ended below its start and λ stayed above its floor.
+func TestKANModels(t *testing.T) {
+	for _, m := range KANModels {
+		t.Run(m.Name, func(t *testing.T) {
+			for _, opt := range defaults {
+				r, err := Train(testBackend, m, opt, Config{Epochs: 1, Steps: 5, Seed: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Failed != "" {
+					t.Errorf("%s: the step could not be built or run: %s", opt.Name, r.Failed)
+					continue
+				}
+				if r.Diverged {
+					t.Errorf("%s diverged: a batch loss was not finite", opt.Name)
+				}
+				for _, w := range r.Health().Warnings() {
+					t.Errorf("%s: %s", opt.Name, w)
+				}
+				if AtFloor(r) {
+					t.Errorf("%s: λ reached its floor: smallest λ %g", opt.Name, minDamping(r))
+				}
+			}
+		})
+	}
+}
+
 // TestTrainReportsFailure trains, with FGN(), a digits model whose logits pass through a product
 // over pooling windows, which neither GoMLX's reverse mode nor fgn's forward mode differentiates:
 // Train reports the run as failed, naming the op, rather than returning an error or dropping it,

@@ -48,7 +48,12 @@ func run() error {
 		modelNames = append(modelNames, m.Name)
 	}
 	out := flag.String("out", filepath.Join("results", "zoo"), "output directory")
-	models := flag.String("models", strings.Join(modelNames, ","), "models to train, comma-separated")
+	var kanNames []string
+	for _, m := range zoo.KANModels {
+		kanNames = append(kanNames, m.Name)
+	}
+	models := flag.String("models", strings.Join(modelNames, ","), "models to train, comma-separated: of zoo.Models, "+
+		"or of zoo.KANModels ("+strings.Join(kanNames, ", ")+")")
 	optimizers := flag.String("optimizers", "*", "optimizers to train with: comma-separated names or patterns (path.Match) of "+
 		"zoo.Candidates, e.g. 'FGN*,Adam*'")
 	seeds := flag.String("seeds", "1,2,3", "seeds (held-out split, initial weights, batch order), comma-separated")

@@ -38,7 +38,10 @@
 //     GNConfig.GGNStepLength): the share of the GGN's curvature along the step that FGN's model
 //     holds, near 1 where FGN does well and far below it there. On a deep plain network whose
 //     logits start saturated (cifar's FNN example) a Gauss-Newton model fits the loss poorly and
-//     Adam is ahead too.
+//     Adam is ahead too. So it is on GoMLX's GR-KAN (kan.New with rational functions), where the
+//     noise floor over-damps the composed rational layers; and where such layers raise inputs
+//     far from unit scale to their powers (standardised pixels that few examples reach), FGN and
+//     SGN stall: scale those inputs to [−1, 1] first, as GoMLX's KAN example does.
 //   - Two settings that the defaults leave off narrow that gap: Settings.Momentum, steps along
 //     the exponential average of the steps, and Settings.ScaledDampingPerEntry, the damping metric
 //     per entry; with both, SGN comes closer to Adam on the word models and both methods on the

@@ -93,8 +93,8 @@ var Models = []Model{
 //   - kan-piecewise-linear: piecewise-linear functions with trainable split points
 //     (kan.ParamPiecewiseLinear);
 //   - kan-rational-standardised: kan-rational on the standardised pixels of Digits, as the
-//     other digits models take them, whose tails reach tens of standard deviations, and their
-//     powers in the rational functions far more.
+//     other digits models take them: a pixel that few digits reach lies many standard
+//     deviations from its mean, and the rational functions raise it to powers up to 5.
 //
 // They are not among Models, whose sweep chooses the defaults: Sweep trains them when named
 // (SelectModels).

@@ -122,21 +122,7 @@ func TestZooDamping(t *testing.T) {
 	for _, m := range Models {
 		t.Run(m.Name, func(t *testing.T) {
 			for _, opt := range append(slices.Clone(defaults), undone...) {
-				r := testRun(t, m, opt)
-				if r.Failed != "" {
-					t.Errorf("%s: the step could not be built or run: %s", opt.Name, r.Failed)
-					continue
-				}
-				if r.Diverged {
-					t.Errorf("%s diverged: a batch loss was not finite at step %d", opt.Name, r.Epochs[len(r.Epochs)-1].Steps)
-				}
-				for _, w := range r.Health().Warnings() {
-					t.Errorf("%s: %s", opt.Name, w)
-				}
-				if AtFloor(r) {
-					t.Errorf("%s: λ reached its floor: smallest λ %g, floor %g", opt.Name, minDamping(r),
-						fgn.LevenbergMarquardt().MinDamping)
-				}
+				checkTrained(t, opt.Name, testRun(t, m, opt))
 			}
 		})
 	}
@@ -154,21 +140,30 @@ func TestKANModels(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if r.Failed != "" {
-					t.Errorf("%s: the step could not be built or run: %s", opt.Name, r.Failed)
-					continue
-				}
-				if r.Diverged {
-					t.Errorf("%s diverged: a batch loss was not finite", opt.Name)
-				}
-				for _, w := range r.Health().Warnings() {
-					t.Errorf("%s: %s", opt.Name, w)
-				}
-				if AtFloor(r) {
-					t.Errorf("%s: λ reached its floor: smallest λ %g", opt.Name, minDamping(r))
-				}
+				checkTrained(t, opt.Name, r)
 			}
 		})
+	}
+}
+
+// checkTrained reports, naming the optimizer name, each way the run r went wrong: its step could
+// not be built or run, a batch loss was not finite, experiments/train's Health warns (the
+// training loss ended above its start or not finite, no step taken), or the Levenberg-Marquardt
+// λ reached its floor after a step (AtFloor).
+func checkTrained(t *testing.T, name string, r *Run) {
+	t.Helper()
+	if r.Failed != "" {
+		t.Errorf("%s: the step could not be built or run: %s", name, r.Failed)
+		return
+	}
+	if r.Diverged {
+		t.Errorf("%s diverged: a batch loss was not finite at step %d", name, r.Epochs[len(r.Epochs)-1].Steps)
+	}
+	for _, w := range r.Health().Warnings() {
+		t.Errorf("%s: %s", name, w)
+	}
+	if AtFloor(r) {
+		t.Errorf("%s: λ reached its floor: smallest λ %g, floor %g", name, minDamping(r), fgn.LevenbergMarquardt().MinDamping)
 	}
 }
 

@@ -1,8 +1,9 @@
 // Package zoo is a model zoo of small classifiers written with GoMLX's standard layers as GoMLX's
-// own examples write them, on two tasks (the handwritten digits of data/digits and the
-// word → language task of data/words), each trained through train.Trainer with fgn.Loss at the
-// batch size and epoch budget its example uses: the bench on which FGN's and SGN's settings are
-// measured against tuned Adam (Sweep), tested (zoo_test.go) and costed (BenchmarkModelZoo).
+// own examples write them, on two data sets (the handwritten digits of data/digits, standardised
+// or, for GoMLX's KAN models, scaled to [−1, 1], and the word → language task of data/words),
+// each trained through train.Trainer with fgn.Loss at the batch size and epoch budget its example
+// uses: the bench on which FGN's and SGN's settings are measured against tuned Adam (Sweep),
+// tested (zoo_test.go) and costed (BenchmarkModelZoo).
 package zoo
 
 import (

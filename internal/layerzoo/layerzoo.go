@@ -5,7 +5,6 @@
 package layerzoo
 
 import (
-	"github.com/gomlx/gomlx/ml/layers/kan"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"github.com/gomlx/gomlx/ml/layers"
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/layers/attention"
+	"github.com/gomlx/gomlx/ml/layers/kan"
 	layernorm "github.com/gomlx/gomlx/ml/layers/norm"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/nn"
